@@ -1,0 +1,28 @@
+"""Backends: implementations of the contract in :mod:`socorro_store.backends.base`."""
+
+from ..config import parse_url
+from ..errors import ConfigError
+from .base import Backend, Increment, RowMutation
+
+
+def open_backend(url=None):
+    """Open the backend a store URL names (see :mod:`socorro_store.config`)."""
+    parsed = parse_url(url)
+    if parsed.scheme == "embedded":
+        from .embedded import EmbeddedBackend
+
+        return EmbeddedBackend(parsed.path, sync=parsed.options["sync"])
+    if parsed.scheme == "hbase":
+        from .hbase import HBaseBackend
+
+        return HBaseBackend.from_url(parsed)
+    if parsed.scheme == "bigtable":
+        try:
+            from .bigtable import BigtableBackend
+        except ImportError as exc:
+            raise ConfigError(f"bigtable:// needs the bigtable extra (pip install 'socorro-store[bigtable]'): {exc}") from None
+        return BigtableBackend.from_url(parsed)
+    raise ConfigError(f"unknown scheme {parsed.scheme}")
+
+
+__all__ = ["Backend", "Increment", "RowMutation", "open_backend"]

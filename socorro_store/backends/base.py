@@ -1,0 +1,293 @@
+"""The backend contract: the few wide-column operations the domain needs.
+
+Every backend (embedded, hbase, bigtable) implements :class:`Backend`.  The semantics are HBase's
+(see ``reference/hbase-thrift1-semantics.md`` §8); in short:
+
+* Rows, columns and values are ``bytes``.  A column is ``b"family:qualifier"``; it is split at the
+  first ``:``.  ``b"cf:"`` is the column with the empty qualifier; a bare ``b"cf"`` (where a
+  column list is accepted) means the whole family.
+* Rows sort by unsigned byte order.  A row exists only through its visible cells.
+* Timestamps are integer milliseconds since the epoch.  ``timestamp=None`` on a write means "now"
+  (server time); on a read it means "latest".  A read ``timestamp=T`` selects cells with
+  ``ts < T``; a delete ``timestamp=T`` removes cells with ``ts <= T`` and masks later puts with
+  ``ts <= T`` (delete markers) until the table is compacted.
+* Reads return only the newest visible version of each column; ``get_cells`` returns several.
+  A family keeps at most VERSIONS versions, and cells older than its TTL are invisible.
+* Counters are 8-byte big-endian signed integers; incrementing any other cell raises
+  :class:`~socorro_store.errors.NotACounter`.
+* Errors: :class:`TableNotFound`, :class:`FamilyNotFound`, :class:`InvalidArgument` (empty or
+  over-long row key, negative timestamp, a put to a bare family, a cell over the size limit),
+  :class:`TableExists`, :class:`BackendUnavailable`.  A call that raises for bad input writes
+  nothing.
+
+Puts and deletes are idempotent and a backend may retry them; increments are not, and a backend
+never retries one after an ambiguous failure.
+
+Every backend counts its calls by kind in :attr:`Backend.calls` (a ``collections.Counter``), one
+count per round trip (RPC, or engine call for the embedded backend), so benchmarks can report
+RPCs per crash.
+"""
+
+import abc
+import collections
+import threading
+from dataclasses import dataclass, field
+
+from ..errors import InvalidArgument
+
+MAX_ROW_KEY = 32767
+MAX_CELL_BYTES = 10 * 1024 * 1024
+MAX_TIMESTAMP = 2**63 - 1
+
+
+@dataclass
+class RowMutation:
+    """Puts and deletes for one row, applied puts first, then deletes (as HBase's mutateRows).
+
+    ``puts`` maps ``b"fam:qual"`` to a value.  ``deletes`` lists columns (``b"fam:qual"``: every
+    version) or families (``b"fam"``: every column of the family); an empty list with
+    ``delete_row=True`` deletes every family of the row.
+    """
+
+    row: bytes
+    puts: dict = field(default_factory=dict)
+    deletes: list = field(default_factory=list)
+    delete_row: bool = False
+
+
+@dataclass(frozen=True)
+class Increment:
+    """One counter increment: ``amount`` added to ``table``/``row``/``column``."""
+
+    table: str
+    row: bytes
+    column: bytes
+    amount: int = 1
+
+
+def split_column(column):
+    """Split ``b"fam:qual"`` at the first colon into ``(family, qualifier)``.
+
+    ``b"fam"`` gives ``(b"fam", None)``; ``b"fam:"`` gives ``(b"fam", b"")``.
+    """
+    family, sep, qualifier = column.partition(b":")
+    return family, (qualifier if sep else None)
+
+
+class Backend(abc.ABC):
+    """A wide-column store with HBase semantics.  Thread-safe; a context manager."""
+
+    #: Table-spec attributes this backend has no notion of (``tables verify`` says "not applicable").
+    not_applicable_attributes = ()
+
+    def __init__(self):
+        self.calls = collections.Counter()
+        self._calls_lock = threading.Lock()
+
+    def count_call(self, kind, n=1):
+        with self._calls_lock:
+            self.calls[kind] += n
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        """Release connections and files.  Idempotent."""
+
+    # -- table admin -------------------------------------------------------------------------
+    @abc.abstractmethod
+    def create_table(self, spec):
+        """Create a table from a :class:`~socorro_store.schema.TableSpec`.
+
+        Raises :class:`TableExists` if the name is taken (whatever its families).
+        """
+
+    @abc.abstractmethod
+    def drop_table(self, name):
+        """Delete a table and all its data.  Raises :class:`TableNotFound`."""
+
+    @abc.abstractmethod
+    def list_tables(self):
+        """Names of the existing tables, sorted."""
+
+    @abc.abstractmethod
+    def describe_table(self, name):
+        """``{family name: FamilySpec}`` of a live table.  Raises :class:`TableNotFound`."""
+
+    def table_exists(self, name):
+        return name in self.list_tables()
+
+    # -- data --------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def mutate_rows(self, table, mutations, timestamp=None):
+        """Apply a list of :class:`RowMutation` to ``table`` in one call.
+
+        Each row's puts are applied before its deletes.  All cells written without a timestamp get
+        the same server time.  Validation happens before anything is written.
+        """
+
+    @abc.abstractmethod
+    def get_rows(self, table, rows, columns=None, timestamp=None, include_timestamp=False):
+        """Read several rows in one call.
+
+        Returns ``{row: {column: value}}`` (or ``{column: (value, ts)}`` with
+        ``include_timestamp``) holding only rows that have a visible selected cell.  ``columns``
+        is a list of ``b"fam"`` / ``b"fam:qual"``; None means every column.
+        """
+
+    def get_row(self, table, row, columns=None, timestamp=None, include_timestamp=False):
+        """One row as ``{column: value}``; ``{}`` when it has no visible selected cell."""
+        return self.get_rows(table, [row], columns, timestamp, include_timestamp).get(row, {})
+
+    @abc.abstractmethod
+    def get_cells(self, table, row, column, versions=None, timestamp=None):
+        """Versions of one column, newest first, as ``[(value, ts)]``.
+
+        At most ``min(versions, family VERSIONS)``; with ``timestamp``, only ``ts < timestamp``.
+        """
+
+    @abc.abstractmethod
+    def scan(self, table, start=None, stop=None, prefix=None, columns=None, limit=None,
+             reverse=False, timestamp=None, include_timestamp=False, page_size=1000):
+        """Iterate ``(row, {column: value})`` in row order (descending with ``reverse``).
+
+        ``start`` is inclusive and ``stop`` exclusive (for a reverse scan ``start`` is the
+        highest row).  ``prefix`` is exclusive with ``start``/``stop``.  Rows are fetched
+        ``page_size`` at a time, never one per round trip, so memory stays bounded.
+        """
+
+    @abc.abstractmethod
+    def increment(self, table, row, column, amount=1):
+        """Atomically add ``amount`` to a counter cell and return the new value.  Never retried."""
+
+    @abc.abstractmethod
+    def increment_many(self, increments):
+        """Apply a list of :class:`Increment` (any tables) in as few calls as possible.
+
+        Returns nothing.  Never retried after an ambiguous failure.
+        """
+
+    @abc.abstractmethod
+    def check_and_put(self, table, row, column, expected, puts):
+        """Atomically: if ``column``'s latest value equals ``expected``, write ``puts`` to ``row``.
+
+        ``expected=None`` (or ``b""``) matches a missing cell or an empty value.  Returns True when
+        the puts were applied.
+        """
+
+    def compact(self, table):
+        """Purge deleted, expired and over-VERSIONS cells (HBase major compaction).  Optional."""
+
+
+# -- shared argument validation -------------------------------------------------------------
+
+def check_row_key(row):
+    if not isinstance(row, bytes):
+        raise InvalidArgument(f"row key must be bytes, not {type(row).__name__}")
+    if not row:
+        raise InvalidArgument("Row length is 0")
+    if len(row) > MAX_ROW_KEY:
+        raise InvalidArgument(f"Row length {len(row)} is > {MAX_ROW_KEY}")
+
+
+def check_timestamp(timestamp):
+    if timestamp is None:
+        return
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+        raise InvalidArgument(f"timestamp must be an int (ms), not {type(timestamp).__name__}")
+    if timestamp < 0:
+        raise InvalidArgument("Timestamp cannot be negative")
+    if timestamp > MAX_TIMESTAMP:
+        raise InvalidArgument("Timestamp out of range")
+
+
+def check_column(column, allow_family=True):
+    if not isinstance(column, bytes):
+        raise InvalidArgument(f"column must be bytes, not {type(column).__name__}")
+    family, qualifier = split_column(column)
+    if not family:
+        raise InvalidArgument(f"column {column!r} has an empty family")
+    if qualifier is None and not allow_family:
+        raise InvalidArgument("Invalid famAndQf provided.")
+    return family, qualifier
+
+
+def check_mutations(mutations):
+    """Validate a list of :class:`RowMutation` up front; raise :class:`InvalidArgument`."""
+    if not isinstance(mutations, (list, tuple)):
+        raise InvalidArgument("mutations must be a list of RowMutation")
+    for mutation in mutations:
+        if not isinstance(mutation, RowMutation):
+            raise InvalidArgument(f"expected RowMutation, got {type(mutation).__name__}")
+        check_row_key(mutation.row)
+        if not isinstance(mutation.puts, dict):
+            raise InvalidArgument("RowMutation.puts must be a dict")
+        for column, value in mutation.puts.items():
+            check_column(column, allow_family=False)
+            if not isinstance(value, bytes):
+                raise InvalidArgument(f"value of {column!r} must be bytes, not {type(value).__name__}")
+            if len(value) + len(mutation.row) + len(column) > MAX_CELL_BYTES:
+                raise InvalidArgument("KeyValue size too large")
+        for column in mutation.deletes:
+            check_column(column)
+
+
+def check_increment(inc):
+    if not isinstance(inc, Increment):
+        raise InvalidArgument(f"expected Increment, got {type(inc).__name__}")
+    check_row_key(inc.row)
+    check_column(inc.column)
+    if isinstance(inc.amount, bool) or not isinstance(inc.amount, int) or not -(2**63) <= inc.amount < 2**63:
+        raise InvalidArgument("increment amount must be a 64-bit int")
+
+
+def check_scan_numbers(limit, page_size):
+    for name, value in (("limit", limit), ("page_size", page_size)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise InvalidArgument(f"{name} must be a positive int")
+
+
+def prefix_stop(prefix):
+    """The first key after every key starting with ``prefix`` (None if there is none)."""
+    trimmed = prefix.rstrip(b"\xff")
+    if not trimmed:
+        return None
+    return trimmed[:-1] + bytes([trimmed[-1] + 1])
+
+
+def scan_range(start, stop, prefix, reverse):
+    """Validate scan bounds; return ``KeyRange`` (low/high bounds with their inclusiveness).
+
+    Forward scans read ``[start, stop)``; reverse scans read ``(stop, start]`` from the top down,
+    as HBase's reversed scans do.  A prefix selects exactly the keys that start with it.
+    """
+    for name, key in (("start", start), ("stop", stop), ("prefix", prefix)):
+        if key is not None and not isinstance(key, bytes):
+            raise InvalidArgument(f"{name} must be bytes, not {type(key).__name__}")
+    if prefix is not None:
+        if start is not None or stop is not None:
+            raise InvalidArgument("prefix cannot be combined with start or stop")
+        return KeyRange(prefix or None, True, prefix_stop(prefix) if prefix else None, False)
+    if reverse:
+        return KeyRange(stop or None, False, start or None, True)
+    return KeyRange(start or None, True, stop or None, False)
+
+
+@dataclass(frozen=True)
+class KeyRange:
+    """Row bounds of a scan; None means unbounded on that side."""
+
+    low: bytes = None
+    low_inclusive: bool = True
+    high: bytes = None
+    high_inclusive: bool = False
+
+    def contains(self, row):
+        if self.low is not None and (row < self.low or (row == self.low and not self.low_inclusive)):
+            return False
+        if self.high is not None and (row > self.high or (row == self.high and not self.high_inclusive)):
+            return False
+        return True

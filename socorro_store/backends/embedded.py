@@ -1,0 +1,149 @@
+"""The embedded backend: the contract on the in-process engine (``embedded://DIR``)."""
+
+from ..errors import InvalidArgument
+from ..engine import Engine
+from . import base
+from .base import Backend, split_column
+
+
+def _family_key(name):
+    return name.encode("utf-8") if isinstance(name, str) else name
+
+
+def engine_columns(columns):
+    """Contract columns (``b"f"`` / ``b"f:q"``) to engine selectors ``[(family, qual|None)]``."""
+    if columns is None:
+        return None
+    if not isinstance(columns, (list, tuple)):
+        raise InvalidArgument("columns must be a list of bytes")
+    for column in columns:
+        base.check_column(column)
+    return [split_column(c) for c in columns]
+
+
+def row_dict(cells, include_timestamp):
+    if include_timestamp:
+        return {fam + b":" + qual: (value, ts) for fam, qual, ts, value in cells}
+    return {fam + b":" + qual: value for fam, qual, ts, value in cells}
+
+
+class EmbeddedBackend(Backend):
+    """Runs the engine in this process.  One call counted per engine call."""
+
+    def __init__(self, directory, sync="normal"):
+        super().__init__()
+        self.engine = Engine(directory, sync)
+
+    def close(self):
+        self.engine.close()
+
+    # -- admin -------------------------------------------------------------------------------
+    def create_table(self, spec):
+        self.count_call("create_table")
+        self.engine.create_table(spec.name, list(spec.families))
+
+    def drop_table(self, name):
+        self.count_call("drop_table")
+        self.engine.drop_table(name)
+
+    def list_tables(self):
+        self.count_call("list_tables")
+        return self.engine.table_names()
+
+    def describe_table(self, name):
+        self.count_call("describe_table")
+        return {spec.name: spec for spec in self.engine.families(name).values()}
+
+    # -- data --------------------------------------------------------------------------------
+    def mutate_rows(self, table, mutations, timestamp=None):
+        base.check_mutations(mutations)
+        base.check_timestamp(timestamp)
+        if not mutations:
+            return
+        batch = []
+        for m in mutations:
+            puts = [(*split_column(c), v) for c, v in m.puts.items()]
+            deletes = [split_column(c) for c in m.deletes]
+            batch.append((m.row, puts, deletes, m.delete_row))
+        self.count_call("mutate_rows")
+        self.engine.mutate(table, batch, timestamp)
+
+    def get_rows(self, table, rows, columns=None, timestamp=None, include_timestamp=False):
+        for row in rows:
+            base.check_row_key(row)
+        base.check_timestamp(timestamp)
+        selectors = engine_columns(columns)
+        if not rows:
+            return {}
+        self.count_call("get_rows")
+        found = self.engine.get(table, list(rows), selectors, timestamp)
+        return {row: row_dict(cells, include_timestamp) for row, cells in found}
+
+    def get_cells(self, table, row, column, versions=None, timestamp=None):
+        base.check_row_key(row)
+        base.check_column(column)
+        base.check_timestamp(timestamp)
+        if versions is not None and versions < 1:
+            raise InvalidArgument("versions must be >= 1")
+        self.count_call("get_cells")
+        found = self.engine.get(table, [row], [split_column(column)], timestamp,
+                                versions=versions or 2**31 - 1)
+        return [(value, ts) for _fam, _qual, ts, value in (found[0][1] if found else [])]
+
+    def scan(self, table, start=None, stop=None, prefix=None, columns=None, limit=None,
+             reverse=False, timestamp=None, include_timestamp=False, page_size=1000):
+        key_range = base.scan_range(start, stop, prefix, reverse)
+        base.check_timestamp(timestamp)
+        selectors = engine_columns(columns)
+        base.check_scan_numbers(limit, page_size)
+        self.engine.check_columns(table, selectors)  # fail here, not at the first next()
+        return self._scan(table, key_range, reverse, selectors, timestamp, include_timestamp,
+                          limit, page_size)
+
+    def _scan(self, table, key_range, reverse, selectors, timestamp, include_timestamp, limit, page_size):
+        # Count one call per page, as a remote scanner makes one RPC per page.
+        returned = 0
+        rows = self.engine.scan(table, key_range.low, key_range.high, reverse, selectors, timestamp,
+                                page_size=page_size, low_inclusive=key_range.low_inclusive,
+                                high_inclusive=key_range.high_inclusive)
+        self.count_call("scan")
+        for row, cells in rows:
+            if returned and returned % page_size == 0:
+                self.count_call("scan")
+            yield row, row_dict(cells, include_timestamp)
+            returned += 1
+            if limit is not None and returned >= limit:
+                return
+
+    def increment(self, table, row, column, amount=1):
+        inc = base.Increment(table, row, column, amount)
+        base.check_increment(inc)
+        family, qualifier = split_column(column)
+        self.count_call("increment")
+        return self.engine.increment(table, [(row, family, qualifier or b"", amount)])[0]
+
+    def increment_many(self, increments):
+        increments = list(increments)
+        for inc in increments:
+            base.check_increment(inc)
+        by_table = {}
+        for inc in increments:
+            family, qualifier = split_column(inc.column)
+            by_table.setdefault(inc.table, []).append((inc.row, family, qualifier or b"", inc.amount))
+        for table, batch in by_table.items():
+            self.count_call("increment_many")
+            self.engine.increment(table, batch)
+
+    def check_and_put(self, table, row, column, expected, puts):
+        base.check_row_key(row)
+        family, qualifier = base.check_column(column, allow_family=False)
+        if expected is not None and not isinstance(expected, bytes):
+            raise InvalidArgument("expected value must be bytes or None")
+        base.check_mutations([base.RowMutation(row, puts)])
+        cells = [(*split_column(c), v) for c, v in puts.items()]
+        self.count_call("check_and_put")
+        return self.engine.check_and_put(table, row, family, qualifier, expected, cells)
+
+    def compact(self, table):
+        self.count_call("compact")
+        self.engine.compact(table)

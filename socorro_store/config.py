@@ -1,0 +1,112 @@
+"""Store URLs: where the data is.
+
+Accepted forms::
+
+    embedded://PATH                       (embedded://./socorro-data is the default)
+    hbase://HOST[:PORT]?transport=buffered|framed&protocol=binary|compact
+                        &table_prefix=P&pool_size=N&timeout_ms=T&retries=N
+    bigtable://PROJECT/INSTANCE[?app_profile=ID]
+
+The URL comes from an explicit argument, then ``SOCORRO_STORE_URL``, then the default.
+"""
+
+import os
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, urlsplit
+
+from .errors import ConfigError
+
+DEFAULT_URL = "embedded://./socorro-data"
+ENV_VAR = "SOCORRO_STORE_URL"
+
+_OPTIONS = {
+    "embedded": {"sync": ("normal", "full")},
+    "hbase": {
+        "transport": ("buffered", "framed"),
+        "protocol": ("binary", "compact"),
+        "table_prefix": str,
+        "pool_size": int,
+        "timeout_ms": int,
+        "retries": int,
+    },
+    "bigtable": {"app_profile": str},
+}
+_DEFAULTS = {
+    "embedded": {"sync": "normal"},
+    "hbase": {"transport": "buffered", "protocol": "binary", "table_prefix": None,
+              "pool_size": 4, "timeout_ms": 30000, "retries": 3},
+    "bigtable": {"app_profile": None},
+}
+
+
+@dataclass(frozen=True)
+class StoreURL:
+    """A parsed store URL.  ``options`` holds every option with its default filled in."""
+
+    scheme: str
+    path: str = ""
+    host: str = ""
+    port: int = 0
+    options: dict = field(default_factory=dict)
+    text: str = ""
+
+
+def resolve_url(url=None):
+    """Return the URL text to use: ``url``, else ``$SOCORRO_STORE_URL``, else the default."""
+    return url or os.environ.get(ENV_VAR) or DEFAULT_URL
+
+
+def parse_url(url=None):
+    """Parse a store URL (resolved as by :func:`resolve_url`) into a :class:`StoreURL`.
+
+    Raises :class:`ConfigError` for an unknown scheme, a bad port or an unknown or bad option.
+    """
+    text = resolve_url(url)
+    if not isinstance(text, str):
+        raise ConfigError(f"store URL must be a string, not {type(text).__name__}")
+    parts = urlsplit(text)
+    scheme = parts.scheme
+    if scheme not in _OPTIONS or "://" not in text:
+        raise ConfigError(f"unknown store URL scheme in {text!r}: expected embedded://, hbase:// or bigtable://")
+    options = dict(_DEFAULTS[scheme])
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        options[key] = _parse_option(scheme, key, value, text)
+    if scheme == "embedded":
+        path = text.split("://", 1)[1].split("?", 1)[0]
+        if not path:
+            raise ConfigError(f"embedded URL needs a directory: {text!r}")
+        return StoreURL(scheme, path=path, options=options, text=text)
+    if scheme == "hbase":
+        try:
+            port = parts.port or 9090
+        except ValueError:
+            raise ConfigError(f"bad port in store URL {text!r}") from None
+        if not parts.hostname:
+            raise ConfigError(f"hbase URL needs a host: {text!r}")
+        if parts.path not in ("", "/"):
+            raise ConfigError(f"hbase URL takes no path: {text!r}")
+        return StoreURL(scheme, host=parts.hostname, port=port, options=options, text=text)
+    project, instance = parts.netloc, parts.path.strip("/")
+    if not project or not instance or "/" in instance:
+        raise ConfigError(f"bigtable URL must be bigtable://PROJECT/INSTANCE: {text!r}")
+    return StoreURL(scheme, host=project, path=instance, options=options, text=text)
+
+
+def _parse_option(scheme, key, value, text):
+    kind = _OPTIONS[scheme].get(key)
+    if kind is None:
+        known = ", ".join(sorted(_OPTIONS[scheme]))
+        raise ConfigError(f"unknown option {key!r} in {scheme} URL {text!r} (known: {known})")
+    if kind is int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise ConfigError(f"option {key} must be an integer in {text!r}") from None
+        if number < (0 if key == "retries" else 1):
+            raise ConfigError(f"option {key} out of range in {text!r}")
+        return number
+    if isinstance(kind, tuple):
+        if value not in kind:
+            raise ConfigError(f"option {key} must be one of {', '.join(kind)} in {text!r}")
+        return value
+    return value

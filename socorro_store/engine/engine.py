@@ -1,0 +1,500 @@
+"""Engine: HBase's data rules on SQLite.
+
+Data model (``reference/hbase-thrift1-semantics.md`` §8):
+
+* a cell is (row, family, qualifier, ts) -> value; rewriting the same ts replaces the value;
+* a family keeps its VERSIONS newest versions per column (older ones are pruned at write);
+* cells older than the family's TTL are invisible, and dropped by :meth:`Engine.compact`;
+* deletes remove cells with ``ts <= T`` and leave a marker, so a later put with ``ts <= T`` stays
+  invisible (HBase's "deletes mask puts") until :meth:`Engine.compact` drops the markers;
+* counters are 8-byte big-endian signed values; an increment's ts is ``max(old ts + 1, now)``;
+* reads with a timestamp select ``ts < timestamp``.
+
+Families are ``bytes``; cells come back as ``(family, qualifier, ts, value)`` tuples sorted by
+family, qualifier and newest ts first.  Rows sort by unsigned bytes (SQLite compares BLOBs with
+memcmp).
+
+Thread-safety: each table has one write connection guarded by a lock; reads use a connection per
+thread.  Several processes may share a directory (SQLite's own locking serialises writers), but the
+intended way to share it is ``socorro-store serve``.
+"""
+
+import os
+import struct
+import threading
+import time
+
+from ..errors import FamilyNotFound, InvalidArgument, NotACounter, TableDisabled
+from ..schema import FOREVER
+from . import codec
+from .catalog import COLUMN_MARKER, FAMILY_MARKER, Catalog, connect
+
+_COUNTER = struct.Struct(">q")
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+class _Table:
+    """Open connections of one table file."""
+
+    def __init__(self, path, sync):
+        self.path = path
+        self.sync = sync
+        self.write_lock = threading.Lock()
+        self.writer = connect(path, sync)
+        self.local = threading.local()
+        self.readers = []
+        self.readers_lock = threading.Lock()
+
+    def reader(self):
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            conn = connect(self.path, self.sync)
+            self.local.conn = conn
+            with self.readers_lock:
+                self.readers.append(conn)
+        return conn
+
+    def close(self):
+        with self.readers_lock:
+            for conn in self.readers:
+                conn.close()
+            self.readers.clear()
+        with self.write_lock:
+            self.writer.close()
+
+
+class Engine:
+    """A directory of SQLite files holding wide-column tables with HBase semantics."""
+
+    def __init__(self, directory, sync="normal"):
+        self.directory = directory
+        self.sync = sync
+        self.catalog = Catalog(directory, sync)
+        self._open = {}
+        self._open_lock = threading.Lock()
+        self._closed = False
+
+    def close(self):
+        with self._open_lock:
+            if self._closed:
+                return
+            self._closed = True
+            for table in self._open.values():
+                table.close()
+            self._open.clear()
+        self.catalog.close()
+
+    # -- admin -------------------------------------------------------------------------------
+    def create_table(self, name, families, extras=None):
+        """Create ``name`` with ``families`` (FamilySpec list).  Raises TableExists."""
+        if not families:
+            raise InvalidArgument("a table needs at least one family")
+        self.catalog.add(name, families, extras or {}, now_ms())
+
+    def drop_table(self, name):
+        info = self.catalog.get(name)
+        with self._open_lock:
+            table = self._open.pop(info.file, None)
+        if table is not None:
+            table.close()
+        self.catalog.remove(name)
+
+    def table_names(self):
+        return self.catalog.names()
+
+    def families(self, name):
+        """``{family bytes: FamilySpec}`` of ``name`` in creation order."""
+        return dict(self.catalog.get(name).families)
+
+    def family_extras(self, name):
+        return dict(self.catalog.get(name).extra)
+
+    def set_enabled(self, name, enabled):
+        self.catalog.set_enabled(name, enabled)
+
+    def is_enabled(self, name):
+        return self.catalog.get(name).enabled
+
+    def _table(self, name, check_enabled=True):
+        info = self.catalog.get(name)
+        if check_enabled and not info.enabled:
+            raise TableDisabled(f"table {name} is disabled.")
+        table = self._open.get(info.file)
+        if table is None:
+            with self._open_lock:
+                table = self._open.get(info.file)
+                if table is None:
+                    table = _Table(self.catalog.path_of(info), self.sync)
+                    self._open[info.file] = table
+        return info, table
+
+    @staticmethod
+    def _family(info, family):
+        spec = info.families.get(family)
+        if spec is None:
+            raise FamilyNotFound(f"Column family {family.decode('utf-8', 'replace')} does not exist "
+                                 f"in table {info.name}")
+        return spec
+
+    # -- writes ------------------------------------------------------------------------------
+    def mutate(self, name, mutations, timestamp=None):
+        """Apply ``[(row, puts, deletes, delete_row)]`` in one transaction.
+
+        ``puts``: ``[(family, qualifier, value)]``; ``deletes``: ``[(family, qualifier|None)]``
+        (None = whole family).  Every row's puts go before its deletes.  Families are checked
+        before anything is written.
+        """
+        info, table = self._table(name)
+        for _row, puts, deletes, _delete_row in mutations:
+            for fam, _qual, _value in puts:
+                self._family(info, fam)
+            for fam, _qual in deletes:
+                self._family(info, fam)
+        with table.write_lock:
+            conn = table.writer
+            ts_now = now_ms()
+            write_ts = ts_now if timestamp is None else timestamp
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                masked = _MarkerCache(conn)
+                cells, prunes = [], []
+                for row, puts, _deletes, _delete_row in mutations:
+                    for fam, qual, value in puts:
+                        if masked(row, fam, qual, write_ts):
+                            continue
+                        spec = info.families[fam]
+                        cell_codec, stored = codec.encode(value, spec.compressed)
+                        cells.append((row, fam, qual, write_ts, cell_codec, stored))
+                        prunes.append((row, fam, qual, spec.versions - 1))
+                conn.executemany("INSERT OR REPLACE INTO cells VALUES (?,?,?,?,?,?)", cells)
+                _prune(conn, prunes)
+                delete_ts = ts_now if timestamp is None else timestamp
+                for row, _puts, deletes, delete_row in mutations:
+                    targets = [(fam, None) for fam in info.families] if delete_row else deletes
+                    for fam, qual in targets:
+                        _delete(conn, row, fam, qual, delete_ts)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def increment(self, name, increments):
+        """Apply ``[(row, family, qualifier, amount)]`` atomically; return the new values.
+
+        A missing (or deleted, or expired) cell counts as 0.  A cell that is not 8 bytes raises
+        :class:`NotACounter` and nothing of the batch is written.
+        """
+        info, table = self._table(name)
+        for _row, fam, _qual, _amount in increments:
+            self._family(info, fam)
+        results = []
+        with table.write_lock:
+            conn = table.writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                ts_now = now_ms()
+                for row, fam, qual, amount in increments:
+                    spec = info.families[fam]
+                    current = _latest(conn, row, fam, qual, spec, ts_now)
+                    if current is None:
+                        value, ts = amount, ts_now
+                    else:
+                        old = current[1]
+                        if len(old) != 8:
+                            raise NotACounter(f"Field is not a long, it's {len(old)} bytes wide")
+                        value = _wrap(_COUNTER.unpack(old)[0] + amount)
+                        ts = max(current[0] + 1, ts_now)
+                    conn.execute("INSERT OR REPLACE INTO cells VALUES (?,?,?,?,?,?)",
+                                 (row, fam, qual, ts, codec.RAW, _COUNTER.pack(value)))
+                    _prune(conn, [(row, fam, qual, spec.versions - 1)])
+                    results.append(value)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return results
+
+    def check_and_put(self, name, row, family, qualifier, expected, puts):
+        """If the latest visible cell of family:qualifier equals ``expected``, write ``puts``.
+
+        ``expected`` None or ``b""`` matches a missing cell or an empty value.  The puts get
+        ts ``max(now, checked cell ts)``.  Returns True when applied.
+        """
+        info, table = self._table(name)
+        spec = self._family(info, family)
+        for fam, _qual, _value in puts:
+            self._family(info, fam)
+        with table.write_lock:
+            conn = table.writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                ts_now = now_ms()
+                current = _latest(conn, row, family, qualifier, spec, ts_now)
+                if expected:
+                    matched = current is not None and current[1] == expected
+                else:
+                    matched = current is None or current[1] == b""
+                if matched:
+                    ts = max(ts_now, current[0]) if current else ts_now
+                    self._put_cells(conn, info, row, puts, ts)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return matched
+
+    def append(self, name, row, appends):
+        """Append ``[(family, qualifier, delta)]`` to cells; return the new ``(fam, qual, ts, value)``."""
+        info, table = self._table(name)
+        for fam, _qual, _delta in appends:
+            self._family(info, fam)
+        out = []
+        with table.write_lock:
+            conn = table.writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                ts_now = now_ms()
+                for fam, qual, delta in appends:
+                    current = _latest(conn, row, fam, qual, info.families[fam], ts_now)
+                    value = (current[1] if current else b"") + delta
+                    ts = max(current[0] + 1, ts_now) if current else ts_now
+                    self._put_cells(conn, info, row, [(fam, qual, value)], ts)
+                    out.append((fam, qual, ts, value))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return out
+
+    @staticmethod
+    def _put_cells(conn, info, row, puts, ts):
+        masked = _MarkerCache(conn)
+        for fam, qual, value in puts:
+            if masked(row, fam, qual, ts):
+                continue
+            spec = info.families[fam]
+            cell_codec, stored = codec.encode(value, spec.compressed)
+            conn.execute("INSERT OR REPLACE INTO cells VALUES (?,?,?,?,?,?)",
+                         (row, fam, qual, ts, cell_codec, stored))
+            _prune(conn, [(row, fam, qual, spec.versions - 1)])
+
+    # -- reads -------------------------------------------------------------------------------
+    def get(self, name, rows, columns=None, timestamp=None, versions=1):
+        """Read rows: ``[(row, cells)]`` in request order, rows without visible cells omitted.
+
+        ``columns``: None, or ``[(family, qualifier|None)]``.
+        """
+        info, table = self._table(name)
+        select = self._selector(info, columns)
+        conn = table.reader()
+        out = []
+        ts_now = now_ms()
+        for row in rows:
+            cur = conn.execute("SELECT fam, qual, ts, codec, value FROM cells WHERE row=? "
+                               "ORDER BY fam, qual, ts DESC", (row,))
+            cells = _visible(info, cur, select, timestamp, versions, ts_now)
+            if cells:
+                out.append((row, cells))
+        return out
+
+    def scan(self, name, low=None, high=None, reverse=False, columns=None, timestamp=None,
+             versions=1, page_size=1000, low_inclusive=True, high_inclusive=False):
+        """Yield ``(row, cells)`` for rows between ``low`` and ``high``, ascending or descending.
+
+        Bounds are inclusive or exclusive as flagged; None is unbounded.  Rows are read
+        ``page_size`` at a time, so memory stays bounded whatever the range.
+        """
+        info, table = self._table(name)
+        select = self._selector(info, columns)
+        conn = table.reader()
+        order = "DESC" if reverse else "ASC"
+        while True:
+            where, args = [], []
+            if low is not None:
+                where.append("row >= ?" if low_inclusive else "row > ?")
+                args.append(low)
+            if high is not None:
+                where.append("row <= ?" if high_inclusive else "row < ?")
+                args.append(high)
+            clause = ("WHERE " + " AND ".join(where)) if where else ""
+            keys = [r[0] for r in conn.execute(
+                f"SELECT DISTINCT row FROM cells {clause} ORDER BY row {order} LIMIT ?",
+                (*args, page_size))]
+            if not keys:
+                return
+            first, last = (keys[-1], keys[0]) if reverse else (keys[0], keys[-1])
+            cur = conn.execute("SELECT row, fam, qual, ts, codec, value FROM cells "
+                               "WHERE row >= ? AND row <= ? ORDER BY row, fam, qual, ts DESC",
+                               (first, last))
+            ts_now = now_ms()
+            grouped = _group_rows(cur)
+            if reverse:
+                grouped.reverse()
+            for row, raw in grouped:
+                cells = _visible(info, raw, select, timestamp, versions, ts_now)
+                if cells:
+                    yield row, cells
+            if len(keys) < page_size:
+                return
+            if reverse:
+                high, high_inclusive = keys[-1], False
+            else:
+                low, low_inclusive = keys[-1], False
+
+    def check_columns(self, name, columns):
+        """Raise TableNotFound / FamilyNotFound now for a read that would fail later."""
+        self._selector(self._table(name)[0], columns)
+
+    def _selector(self, info, columns):
+        """Turn ``[(family, qualifier|None)]`` into ``{family: set of qualifiers | None}``."""
+        if not columns:
+            return None
+        select = {}
+        for fam, qual in columns:
+            self._family(info, fam)
+            if qual is None:
+                select[fam] = None
+            elif fam not in select or select[fam] is not None:
+                select.setdefault(fam, set()).add(qual)
+        return select
+
+    # -- maintenance -------------------------------------------------------------------------
+    def compact(self, name):
+        """Major compaction: drop expired and over-VERSIONS cells and every delete marker."""
+        info, table = self._table(name, check_enabled=False)
+        ts_now = now_ms()
+        with table.write_lock:
+            conn = table.writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for fam, spec in info.families.items():
+                    if spec.ttl < FOREVER:
+                        conn.execute("DELETE FROM cells WHERE fam=? AND ts <= ?",
+                                     (fam, ts_now - spec.ttl * 1000))
+                    conn.execute(
+                        "DELETE FROM cells WHERE fam=? AND (row, qual, ts) IN ("
+                        " SELECT row, qual, ts FROM (SELECT row, qual, ts, ROW_NUMBER() OVER"
+                        " (PARTITION BY row, qual ORDER BY ts DESC) AS n FROM cells WHERE fam=?)"
+                        " WHERE n > ?)", (fam, fam, spec.versions))
+                conn.execute("DELETE FROM cells WHERE fam NOT IN (%s)" % ",".join("?" * len(info.families)),
+                             tuple(info.families))
+                conn.execute("DELETE FROM markers")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def integrity_check(self):
+        """Run SQLite's integrity check on every file; return a list of problems (empty = fine)."""
+        problems = []
+        for name in self.table_names():
+            info, table = self._table(name, check_enabled=False)
+            result = table.reader().execute("PRAGMA integrity_check").fetchall()
+            if result != [("ok",)]:
+                problems.append(f"{name}: {result}")
+        return problems
+
+    def file_paths(self):
+        return [os.path.join(self.catalog.directory, "catalog.sqlite")] + [
+            self.catalog.path_of(self.catalog.get(n)) for n in self.table_names()]
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+class _MarkerCache:
+    """Answers "is a put at (row, fam, qual, ts) masked by a delete marker?" for one transaction.
+
+    Most tables have no markers; then this costs a single query per transaction.
+    """
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.any = conn.execute("SELECT EXISTS(SELECT 1 FROM markers)").fetchone()[0]
+        self.rows = {}
+
+    def __call__(self, row, fam, qual, ts):
+        if not self.any:
+            return False
+        key = (row, fam)
+        markers = self.rows.get(key)
+        if markers is None:
+            markers = {(kind, bytes(q)): mts for kind, q, mts in self.conn.execute(
+                "SELECT kind, qual, ts FROM markers WHERE row=? AND fam=?", (row, fam))}
+            self.rows[key] = markers
+        family_ts = markers.get((FAMILY_MARKER, b""), -1)
+        column_ts = markers.get((COLUMN_MARKER, qual), -1)
+        return ts <= family_ts or ts <= column_ts
+
+
+def _delete(conn, row, fam, qual, ts):
+    if qual is None:
+        conn.execute("DELETE FROM cells WHERE row=? AND fam=? AND ts <= ?", (row, fam, ts))
+        kind, marker_qual = FAMILY_MARKER, b""
+    else:
+        conn.execute("DELETE FROM cells WHERE row=? AND fam=? AND qual=? AND ts <= ?", (row, fam, qual, ts))
+        kind, marker_qual = COLUMN_MARKER, qual
+    conn.execute("INSERT INTO markers VALUES (?,?,?,?,?) ON CONFLICT(row, fam, kind, qual) "
+                 "DO UPDATE SET ts = max(ts, excluded.ts)", (row, fam, kind, marker_qual, ts))
+
+
+def _prune(conn, prunes):
+    """Drop versions beyond the family's VERSIONS: ``[(row, fam, qual, versions - 1)]``."""
+    conn.executemany(
+        "DELETE FROM cells WHERE row=?1 AND fam=?2 AND qual=?3 AND ts < ("
+        "SELECT ts FROM cells WHERE row=?1 AND fam=?2 AND qual=?3 ORDER BY ts DESC LIMIT 1 OFFSET ?4)",
+        prunes)
+
+
+def _latest(conn, row, fam, qual, spec, ts_now):
+    """``(ts, value)`` of the newest visible cell, or None."""
+    hit = conn.execute("SELECT ts, codec, value FROM cells WHERE row=? AND fam=? AND qual=? "
+                       "ORDER BY ts DESC LIMIT 1", (row, fam, qual)).fetchone()
+    if hit is None or (spec.ttl < FOREVER and hit[0] <= ts_now - spec.ttl * 1000):
+        return None
+    return hit[0], codec.decode(hit[1], hit[2])
+
+
+def _wrap(value):
+    """Java long arithmetic: wrap on overflow."""
+    return (value + 2**63) % 2**64 - 2**63
+
+
+def _group_rows(cursor):
+    grouped, current, cells = [], None, None
+    for row, fam, qual, ts, cell_codec, value in cursor:
+        if row != current:
+            current, cells = row, []
+            grouped.append((bytes(row), cells))
+        cells.append((fam, qual, ts, cell_codec, value))
+    return grouped
+
+
+def _visible(info, raw_cells, select, timestamp, versions, ts_now):
+    """Apply column selection, the read time range, TTL and versions to one row's raw cells."""
+    out = []
+    last, seen = None, 0
+    for fam, qual, ts, cell_codec, value in raw_cells:
+        fam, qual = bytes(fam), bytes(qual)
+        spec = info.families.get(fam)
+        if spec is None:
+            continue
+        if select is not None:
+            wanted = select.get(fam, False)
+            if wanted is False or (wanted is not None and qual not in wanted):
+                continue
+        if timestamp is not None and ts >= timestamp:
+            continue
+        if spec.ttl < FOREVER and ts <= ts_now - spec.ttl * 1000:
+            continue
+        key = (fam, qual)
+        if key != last:
+            last, seen = key, 0
+        seen += 1
+        if seen > min(versions, spec.versions):
+            continue
+        out.append((fam, qual, ts, codec.decode(cell_codec, value)))
+    return out

@@ -1,0 +1,61 @@
+"""Typed errors raised by socorro-store.
+
+Every error the library raises on purpose derives from :class:`SocorroStoreError`, so callers can
+catch one class.  The CLI turns any of them into a one-line message and exit code 2.
+"""
+
+
+class SocorroStoreError(Exception):
+    """Base class of every error raised by socorro-store."""
+
+
+class ConfigError(SocorroStoreError, ValueError):
+    """A store URL (scheme, host, port or option) is malformed or unknown."""
+
+
+class SpecError(SocorroStoreError, ValueError):
+    """A table spec file is malformed.  The message names the file, the table and the field."""
+
+    def __init__(self, path, table, field, problem):
+        self.path, self.table, self.field, self.problem = str(path), table, field, problem
+        super().__init__(f"{self.path}: table {table or '?'}: {field}: {problem}")
+
+
+class InvalidArgument(SocorroStoreError, ValueError):
+    """An argument is out of range or of the wrong type (HBase's IllegalArgument)."""
+
+
+class TableNotFound(SocorroStoreError, LookupError):
+    """The named table does not exist."""
+
+
+class TableExists(SocorroStoreError):
+    """A table with that name already exists (HBase's AlreadyExists)."""
+
+
+class TableDisabled(SocorroStoreError):
+    """The table is disabled; data operations are refused until it is enabled."""
+
+
+class FamilyNotFound(SocorroStoreError, LookupError):
+    """A column names a family the table does not have."""
+
+
+class NotACounter(SocorroStoreError):
+    """An increment hit a cell that is not an 8-byte big-endian integer."""
+
+
+class BackendUnavailable(SocorroStoreError):
+    """The backend could not be reached within the retry budget."""
+
+
+class BackendError(SocorroStoreError):
+    """The backend reported a failure that is none of the more specific errors."""
+
+
+class InvalidCrashID(InvalidArgument):
+    """A crash id is not in Socorro's format (a UUID ending in a depth digit and YYMMDD)."""
+
+
+class CrashIDNotFound(SocorroStoreError, LookupError):
+    """No crash (or no part of it that was asked for) is stored under that id."""

@@ -1,0 +1,229 @@
+"""Table specs: the declarative description of every table, loaded from ``table_specs/*.toml``.
+
+A spec file holds one table::
+
+    [table]
+    name = "crash_reports"
+    salted = true            # row keys start with one hex salt character (16 buckets)
+
+    [families.flags]
+    COMPRESSION = "NONE"
+    VERSIONS = 1
+    TTL = 2147483647         # seconds; 2147483647 means "forever", as in HBase
+    BLOCKSIZE = 65536
+    IN_MEMORY = false
+    BLOCKCACHE = true
+
+Attribute names are HBase's, as the Socorro wiki gives them.  The loader rejects unknown attributes,
+bad values and duplicate families or tables with a :class:`SpecError` naming the file, the table and
+the field, and it validates every file before anything is created.
+"""
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import SpecError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised only on Python 3.10
+    import tomli as tomllib
+
+FOREVER = 2147483647
+COMPRESSIONS = ("NONE", "GZ", "LZO", "SNAPPY", "LZ4", "ZSTD", "BZIP2")
+SALTS = "0123456789abcdef"
+
+# attribute -> (python type, validator, default); the defaults are HBase's own.
+_ATTRIBUTES = {
+    "COMPRESSION": (str, lambda v: v in COMPRESSIONS, "NONE"),
+    "VERSIONS": (int, lambda v: 1 <= v <= 2**31 - 1, 1),
+    "TTL": (int, lambda v: 1 <= v <= FOREVER, FOREVER),
+    "BLOCKSIZE": (int, lambda v: 1024 <= v <= 64 * 1024 * 1024, 65536),
+    "IN_MEMORY": (bool, lambda v: True, False),
+    "BLOCKCACHE": (bool, lambda v: True, True),
+}
+_TABLE_KEYS = {"name": str, "salted": bool, "description": str, "addition": bool}
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    """One column family and its HBase attributes (TTL in seconds)."""
+
+    name: str
+    compression: str = "NONE"
+    versions: int = 1
+    ttl: int = FOREVER
+    blocksize: int = 65536
+    in_memory: bool = False
+    blockcache: bool = True
+
+    @property
+    def compressed(self):
+        return self.compression != "NONE"
+
+    def attributes(self):
+        """The attributes keyed by their HBase names, in spec order."""
+        return {name: getattr(self, name.lower()) for name in _ATTRIBUTES}
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A table: its name, its families (in spec order) and whether its keys are salted."""
+
+    name: str
+    families: tuple
+    salted: bool = False
+    description: str = ""
+    addition: bool = False
+    path: str = ""
+
+    def family(self, name):
+        for fam in self.families:
+            if fam.name == name:
+                return fam
+        return None
+
+    @property
+    def family_names(self):
+        return [fam.name for fam in self.families]
+
+    def to_dict(self):
+        return {
+            "name": self.name,
+            "salted": self.salted,
+            "addition": self.addition,
+            "description": self.description,
+            "families": {fam.name: fam.attributes() for fam in self.families},
+        }
+
+
+def family_from_attributes(name, attributes):
+    """Build a :class:`FamilySpec` from ``{HBASE_NAME: value}`` (missing ones take HBase defaults)."""
+    kwargs = {key.lower(): value for key, value in attributes.items()}
+    return FamilySpec(name=name, **kwargs)
+
+
+def default_spec_dir():
+    """Where the shipped specs are: ``table_specs/`` beside the package, else the installed copy."""
+    checkout = Path(__file__).resolve().parent.parent / "table_specs"
+    if checkout.is_dir():
+        return checkout
+    from importlib import resources
+
+    return Path(str(resources.files("socorro_store.table_specs")))
+
+
+def load_spec_file(path):
+    """Load and validate one spec file; return its :class:`TableSpec`."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SpecError(path, None, "file", f"cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(path, None, "syntax", str(exc)) from None
+    table = data.get("table")
+    if not isinstance(table, dict):
+        raise SpecError(path, None, "table", "missing [table] section")
+    name = table.get("name")
+    if not isinstance(name, str) or not name:
+        raise SpecError(path, None, "table.name", "missing or not a string")
+    for key, value in table.items():
+        kind = _TABLE_KEYS.get(key)
+        if kind is None:
+            raise SpecError(path, name, f"table.{key}", "unknown key")
+        if type(value) is not kind:
+            raise SpecError(path, name, f"table.{key}", f"must be a {kind.__name__}")
+    for key in data:
+        if key not in ("table", "families"):
+            raise SpecError(path, name, key, "unknown section")
+    families = data.get("families")
+    if not isinstance(families, dict) or not families:
+        raise SpecError(path, name, "families", "a table needs at least one family")
+    specs = []
+    for fam_name, attrs in families.items():
+        specs.append(_load_family(path, name, fam_name, attrs))
+    return TableSpec(
+        name=name,
+        families=tuple(specs),
+        salted=table.get("salted", False),
+        description=table.get("description", ""),
+        addition=table.get("addition", False),
+        path=str(path),
+    )
+
+
+def _load_family(path, table, fam_name, attrs):
+    where = f"families.{fam_name}"
+    if not fam_name or not fam_name.replace("_", "a").isalnum():
+        raise SpecError(path, table, where, "family names are letters, digits and '_'")
+    if not isinstance(attrs, dict):
+        raise SpecError(path, table, where, "must be a table of attributes")
+    values = {}
+    for key, value in attrs.items():
+        rule = _ATTRIBUTES.get(key)
+        if rule is None:
+            raise SpecError(path, table, f"{where}.{key}", f"unknown attribute (known: {', '.join(_ATTRIBUTES)})")
+        kind, valid, _default = rule
+        if type(value) is not kind or not valid(value):
+            raise SpecError(path, table, f"{where}.{key}", f"bad value {value!r}")
+        values[key] = value
+    return family_from_attributes(fam_name, values)
+
+
+def load_specs(directory=None):
+    """Load every ``*.toml`` in ``directory`` (default: the shipped specs).
+
+    Returns ``{table name: TableSpec}`` in file-name order.  Every file is validated before this
+    returns, so a caller that creates tables from the result never half-creates a bad set.
+    """
+    directory = Path(directory) if directory else default_spec_dir()
+    files = sorted(directory.glob("*.toml"))
+    if not files:
+        raise SpecError(directory, None, "directory", "no *.toml spec files found")
+    specs = {}
+    for path in files:
+        spec = load_spec_file(path)
+        if spec.name in specs:
+            raise SpecError(path, spec.name, "table.name", f"duplicate table (also in {specs[spec.name].path})")
+        specs[spec.name] = spec
+    return specs
+
+
+def compare(spec, live_families, not_applicable=()):
+    """Differences between a spec and a live table's ``{family: FamilySpec}``.
+
+    Returns a list of human-readable strings, empty when they match.  Attributes named in
+    ``not_applicable`` (those a backend does not have) are never reported as drift.
+    """
+    diffs = []
+    for fam in spec.families:
+        live = live_families.get(fam.name)
+        if live is None:
+            diffs.append(f"{spec.name}: family {fam.name} is missing")
+            continue
+        want, have = fam.attributes(), live.attributes()
+        for attr, value in want.items():
+            if attr not in not_applicable and have[attr] != value:
+                diffs.append(f"{spec.name}: family {fam.name}: {attr} is {have[attr]!r}, spec says {value!r}")
+    for name in live_families:
+        if spec.family(name) is None:
+            diffs.append(f"{spec.name}: family {name} is not in the spec")
+    return diffs
+
+
+def hbase_shell_ddl(spec, table_prefix=""):
+    """An HBase shell ``create`` statement for ``spec`` (SPLITS on salt boundaries if salted)."""
+    parts = []
+    for fam in spec.families:
+        attrs = fam.attributes()
+        body = ", ".join(
+            f"{key} => '{str(value).lower() if isinstance(value, bool) else value}'" for key, value in attrs.items()
+        )
+        parts.append(f"{{NAME => '{fam.name}', {body}}}")
+    name = f"{table_prefix}{spec.name}"
+    statement = f"create '{name}', " + ", ".join(parts)
+    if spec.salted:
+        statement += ", SPLITS => [" + ", ".join(f"'{s}'" for s in SALTS[1:]) + "]"
+    return statement

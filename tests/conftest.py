@@ -1,0 +1,72 @@
+"""Backend fixtures shared by every suite.
+
+``backend_url`` is parametrized over every backend kind.  Each test gets an isolated namespace:
+a fresh directory (embedded), a fresh table prefix (hbase through the gateway or a real HBase),
+or a fresh instance id (Bigtable emulator).  Kinds whose environment is absent skip with the
+reason.  Server fixtures live in ``fixtures_*.py`` beside this file.
+"""
+
+import uuid
+
+import pytest
+
+from socorro_store.backends import open_backend
+
+pytest_plugins = ["fixtures_gateway", "fixtures_hbase_docker", "fixtures_bigtable"]
+
+# kind -> name of a session fixture returning a base URL for that kind
+SERVER_FIXTURES = {
+    "gateway-buffered-binary": "gateway_buffered_binary_url",
+    "gateway-framed-compact": "gateway_framed_compact_url",
+    "hbase-docker": "hbase_docker_url",
+    "bigtable-emulator": "bigtable_emulator_url",
+}
+BACKEND_KINDS = ["embedded", *SERVER_FIXTURES]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true", default=False, help="run tests marked slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--run-slow"):
+        return
+    skip = pytest.mark.skip(reason="slow soak test: opt in with --run-slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+def isolated_url(kind, base_url, tmp_path):
+    """A URL for ``kind`` that no other test shares."""
+    tag = "t" + uuid.uuid4().hex[:10]
+    if kind == "embedded":
+        return f"embedded://{tmp_path / 'store'}"
+    if kind == "bigtable-emulator":
+        return f"{base_url.rstrip('/')}-{tag}"
+    sep = "&" if "?" in base_url else "?"
+    return f"{base_url}{sep}table_prefix={tag}"
+
+
+@pytest.fixture(params=BACKEND_KINDS)
+def backend_kind(request):
+    return request.param
+
+
+@pytest.fixture
+def backend_url(request, backend_kind, tmp_path):
+    base_url = None
+    if backend_kind != "embedded":
+        base_url = request.getfixturevalue(SERVER_FIXTURES[backend_kind])
+    return isolated_url(backend_kind, base_url, tmp_path)
+
+
+@pytest.fixture
+def backend(backend_url):
+    with open_backend(backend_url) as opened:
+        yield opened
+
+
+@pytest.fixture
+def embedded_url(tmp_path):
+    return f"embedded://{tmp_path / 'store'}"

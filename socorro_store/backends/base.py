@@ -175,7 +175,9 @@ class Backend(abc.ABC):
         """Atomically: if ``column``'s latest value equals ``expected``, write ``puts`` to ``row``.
 
         ``expected=None`` (or ``b""``) matches a missing cell or an empty value.  Returns True when
-        the puts were applied.
+        the puts were applied.  The check and the first cell of ``puts`` are atomic on every
+        backend; HBase's Thrift1 checkAndPut takes one cell, so there any further cells follow
+        in a separate (idempotent) mutate.  Put the cell that carries the claim first.
         """
 
     def compact(self, table):

@@ -169,7 +169,7 @@ class Engine:
                         cell_codec, stored = codec.encode(value, spec.compressed)
                         cells.append((row, fam, qual, write_ts, cell_codec, stored))
                         prunes.append((row, fam, qual, spec.versions - 1))
-                conn.executemany("INSERT OR REPLACE INTO cells VALUES (?,?,?,?,?,?)", cells)
+                conn.executemany("INSERT OR REPLACE INTO cells (row, fam, qual, ts, codec, value) VALUES (?,?,?,?,?,?)", cells)
                 _prune(conn, prunes)
                 delete_ts = ts_now if timestamp is None else timestamp
                 for row, _puts, deletes, delete_row in mutations:
@@ -207,7 +207,7 @@ class Engine:
                             raise NotACounter(f"Field is not a long, it's {len(old)} bytes wide")
                         value = _wrap(_COUNTER.unpack(old)[0] + amount)
                         ts = max(current[0] + 1, ts_now)
-                    conn.execute("INSERT OR REPLACE INTO cells VALUES (?,?,?,?,?,?)",
+                    conn.execute("INSERT OR REPLACE INTO cells (row, fam, qual, ts, codec, value) VALUES (?,?,?,?,?,?)",
                                  (row, fam, qual, ts, codec.RAW, _COUNTER.pack(value)))
                     _prune(conn, [(row, fam, qual, spec.versions - 1)])
                     results.append(value)
@@ -277,7 +277,7 @@ class Engine:
                 continue
             spec = info.families[fam]
             cell_codec, stored = codec.encode(value, spec.compressed)
-            conn.execute("INSERT OR REPLACE INTO cells VALUES (?,?,?,?,?,?)",
+            conn.execute("INSERT OR REPLACE INTO cells (row, fam, qual, ts, codec, value) VALUES (?,?,?,?,?,?)",
                          (row, fam, qual, ts, cell_codec, stored))
             _prune(conn, [(row, fam, qual, spec.versions - 1)])
 

@@ -1,0 +1,388 @@
+"""The hbase backend: the contract over HBase's Thrift1 gateway, through happybase.
+
+``hbase://HOST:PORT?transport=buffered|framed&protocol=binary|compact&table_prefix=P
+&pool_size=N&timeout_ms=T&retries=N``
+
+happybase's :class:`~happybase.ConnectionPool` holds the connections.  Calls happybase does not
+wrap (batched ``incrementRows``, ``checkAndPut``), and calls where happybase would add a round trip
+(``mutateRows`` with family deletes), go straight to the Thrift client underneath it.
+
+Retries: a failure to *connect* is always retried (nothing was sent).  A transport failure after a
+request was sent is retried, with a fresh connection and exponential backoff, only for idempotent
+calls (reads, puts, deletes, admin reads).  Increments and check-and-put are never replayed: the
+caller gets :class:`BackendUnavailable` and the outcome is unknown (rollups make counters exact).
+"""
+
+import socket
+import threading
+import time
+
+import happybase
+from thriftpy2.thrift import TApplicationException, TException
+from thriftpy2.transport import TTransportException
+
+from ..errors import (BackendError, BackendUnavailable, FamilyNotFound, InvalidArgument,
+                      NotACounter, TableDisabled, TableExists, TableNotFound)
+from ..schema import FOREVER, FamilySpec
+from . import base
+from .base import Backend, split_column
+
+import Hbase_thrift as thrift  # noqa: E402  (module registered by importing happybase)
+
+_TRANSIENT = (TTransportException, socket.error, OSError, happybase.NoConnectionsAvailable)
+_COMPRESSION_NAMES = {"NONE": "NONE", "GZ": "GZ", "LZO": "LZO", "SNAPPY": "SNAPPY", "LZ4": "LZ4",
+                      "ZSTD": "ZSTD", "BZIP2": "BZIP2"}
+
+
+def _text(value):
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def translate_error(exc, table=None):
+    """Map a Thrift-level error to a :mod:`socorro_store.errors` exception."""
+    if isinstance(exc, thrift.IOError):
+        message = _text(exc.message)
+        if "TableNotFoundException" in message or "does not exist" in message and "table" in message.lower() \
+                and "family" not in message.lower():
+            return TableNotFound(f"table {table!r} does not exist")
+        if "NoSuchColumnFamilyException" in message or "olumn family" in message:
+            return FamilyNotFound(message.splitlines()[0])
+        if "is not a long" in message:
+            return NotACounter(message.splitlines()[0])
+        if "TableNotEnabledException" in message or "is disabled" in message:
+            return TableDisabled(message.splitlines()[0])
+        return BackendError(message.splitlines()[0] if message else "IOError")
+    if isinstance(exc, thrift.IllegalArgument):
+        return InvalidArgument(_text(exc.message).splitlines()[0])
+    if isinstance(exc, thrift.AlreadyExists):
+        return TableExists(f"table {table!r} already exists")
+    if isinstance(exc, TApplicationException):
+        return BackendError(f"server error: {_text(exc.message)}")
+    return BackendError(f"{type(exc).__name__}: {exc}")
+
+
+class HBaseBackend(Backend):
+    """The contract over Thrift1.  Thread-safe: every call borrows a pooled connection."""
+
+    # Thrift1's ColumnDescriptor has no block size: use `tables ddl` for the HBase shell.
+    not_applicable_attributes = ("BLOCKSIZE",)
+
+    def __init__(self, host="localhost", port=9090, transport="buffered", protocol="binary",
+                 table_prefix=None, pool_size=4, timeout_ms=30000, retries=3, backoff_s=0.05):
+        super().__init__()
+        self.host, self.port = host, port
+        self.table_prefix = table_prefix
+        self.retries, self.backoff_s = retries, backoff_s
+        self._pool_kwargs = dict(host=host, port=port, transport=transport, protocol=protocol,
+                                 timeout=timeout_ms, table_prefix=table_prefix)
+        self._pool_size = pool_size
+        self._pool = None
+        self._pool_lock = threading.Lock()
+        self._families = {}
+
+    @classmethod
+    def from_url(cls, parsed):
+        o = parsed.options
+        return cls(parsed.host, parsed.port, o["transport"], o["protocol"], o["table_prefix"],
+                   o["pool_size"], o["timeout_ms"], o["retries"])
+
+    def close(self):
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            while True:
+                try:
+                    conn = pool._queue.get_nowait()  # happybase has no pool.close()
+                except Exception:
+                    break
+                conn.close()
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def _name(self, table):
+        if not isinstance(table, str) or not table:
+            raise InvalidArgument("table name must be a non-empty str")
+        name = table.encode("utf-8")
+        return (self.table_prefix.encode() + b"_" + name) if self.table_prefix else name
+
+    def _get_pool(self):
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = happybase.ConnectionPool(self._pool_size, **self._pool_kwargs)
+            return self._pool
+
+    def _call(self, kind, fn, table=None, idempotent=True):
+        """Run ``fn(client)`` on a pooled connection, retrying as the module docstring says."""
+        delay = self.backoff_s
+        last = None
+        for attempt in range(self.retries + 1):
+            sent = False
+            try:
+                pool = self._get_pool()
+                with pool.connection(timeout=max(1.0, self._pool_kwargs["timeout"] / 1000)) as conn:
+                    sent = True
+                    self.count_call(kind)
+                    return fn(conn.client)
+            except (thrift.IOError, thrift.IllegalArgument, thrift.AlreadyExists,
+                    TApplicationException) as exc:
+                raise translate_error(exc, table) from None
+            except (*_TRANSIENT, TException) as exc:
+                last = exc
+                if sent and not idempotent:
+                    raise BackendUnavailable(
+                        f"{kind} on {self.host}:{self.port} failed after the request was sent "
+                        f"({type(exc).__name__}); not retried because it is not idempotent") from None
+                if isinstance(exc, (OSError, TTransportException)) and not sent:
+                    with self._pool_lock:
+                        self._pool = None  # happybase opens the first connection in the constructor
+            if attempt < self.retries:
+                time.sleep(delay)
+                delay *= 2
+        raise BackendUnavailable(f"{kind} on {self.host}:{self.port} failed after {self.retries + 1} "
+                                 f"attempts: {type(last).__name__}: {last}")
+
+    def _family_names(self, table, refresh=False):
+        names = self._families.get(table)
+        if names is None or refresh:
+            names = set(self.describe_table(table))
+            self._families[table] = names
+        return names
+
+    def _check_families(self, table, columns):
+        """Refuse unknown families before anything is sent, so a bad batch writes nothing."""
+        wanted = {split_column(c)[0].decode("utf-8", "surrogateescape") for c in columns}
+        if not wanted:
+            return
+        if not wanted <= self._family_names(table):
+            missing = wanted - self._family_names(table, refresh=True)
+            if missing:
+                raise FamilyNotFound(f"Column family {sorted(missing)[0]} does not exist in table {table}")
+
+    # -- admin -------------------------------------------------------------------------------
+    def create_table(self, spec):
+        descriptors = [thrift.ColumnDescriptor(
+            name=fam.name.encode() + b":", maxVersions=fam.versions,
+            compression=_COMPRESSION_NAMES[fam.compression], inMemory=fam.in_memory,
+            bloomFilterType="NONE", blockCacheEnabled=fam.blockcache, timeToLive=fam.ttl)
+            for fam in spec.families]
+        name = self._name(spec.name)
+        # Not retried: a lost reply to a create that worked would turn into AlreadyExists.
+        self._call("create_table", lambda c: c.createTable(name, descriptors), spec.name, idempotent=False)
+        self._families.pop(spec.name, None)
+
+    def drop_table(self, table):
+        name = self._name(table)
+
+        def drop(client):
+            if client.isTableEnabled(name):
+                client.disableTable(name)
+            client.deleteTable(name)
+
+        self._call("drop_table", drop, table)
+        self._families.pop(table, None)
+
+    def list_tables(self):
+        names = self._call("list_tables", lambda c: c.getTableNames())
+        prefix = (self.table_prefix.encode() + b"_") if self.table_prefix else b""
+        return sorted(n[len(prefix):].decode("utf-8", "replace") for n in names if n.startswith(prefix))
+
+    def describe_table(self, table):
+        name = self._name(table)
+        descriptors = self._call("describe_table", lambda c: c.getColumnDescriptors(name), table)
+        families = {}
+        for raw_name, d in descriptors.items():
+            fam = raw_name.rstrip(b":").decode("utf-8", "replace")
+            ttl = d.timeToLive if d.timeToLive and d.timeToLive > 0 else FOREVER
+            families[fam] = FamilySpec(name=fam, compression=_text(d.compression).upper(),
+                                       versions=d.maxVersions, ttl=ttl,
+                                       in_memory=bool(d.inMemory), blockcache=bool(d.blockCacheEnabled))
+        return families
+
+    # -- data --------------------------------------------------------------------------------
+    def mutate_rows(self, table, mutations, timestamp=None):
+        base.check_mutations(mutations)
+        base.check_timestamp(timestamp)
+        if not mutations:
+            return
+        columns = [c for m in mutations for c in (*m.puts, *m.deletes)]
+        self._check_families(table, columns)
+        batches = []
+        for m in mutations:
+            ops = [thrift.Mutation(isDelete=False, column=c, value=v) for c, v in m.puts.items()]
+            deletes = ([f.encode() for f in sorted(self._family_names(table))] if m.delete_row else m.deletes)
+            ops += [thrift.Mutation(isDelete=True, column=c) for c in deletes]
+            batches.append(thrift.BatchMutation(row=m.row, mutations=ops))
+        name = self._name(table)
+        if timestamp is None:
+            self._call("mutate_rows", lambda c: c.mutateRows(name, batches, {}), table)
+        else:
+            self._call("mutate_rows", lambda c: c.mutateRowsTs(name, batches, timestamp, {}), table)
+
+    def get_rows(self, table, rows, columns=None, timestamp=None, include_timestamp=False):
+        rows = list(rows)
+        for row in rows:
+            base.check_row_key(row)
+        base.check_timestamp(timestamp)
+        self._check_columns(table, columns)
+        if not rows:
+            return {}
+        name = self._name(table)
+        if timestamp is None:
+            results = self._call("get_rows", lambda c: c.getRowsWithColumns(name, rows, columns, {}), table)
+        else:
+            results = self._call("get_rows", lambda c: c.getRowsWithColumnsTs(name, rows, columns, timestamp, {}),
+                                 table)
+        out = {}
+        for result in results:
+            out[result.row] = _row_dict(result, include_timestamp)
+        return out
+
+    def _check_columns(self, table, columns):
+        if columns is None:
+            return
+        if not isinstance(columns, (list, tuple)):
+            raise InvalidArgument("columns must be a list of bytes")
+        for column in columns:
+            base.check_column(column)
+        self._check_families(table, columns)
+
+    def get_cells(self, table, row, column, versions=None, timestamp=None):
+        base.check_row_key(row)
+        base.check_column(column)
+        base.check_timestamp(timestamp)
+        if versions is not None and versions < 1:
+            raise InvalidArgument("versions must be >= 1")
+        self._check_families(table, [column])
+        name, n = self._name(table), versions or 2**31 - 1
+        if timestamp is None:
+            cells = self._call("get_cells", lambda c: c.getVer(name, row, column, n, {}), table)
+        else:
+            cells = self._call("get_cells", lambda c: c.getVerTs(name, row, column, timestamp, n, {}), table)
+        return [(cell.value, cell.timestamp) for cell in cells]
+
+    def scan(self, table, start=None, stop=None, prefix=None, columns=None, limit=None,
+             reverse=False, timestamp=None, include_timestamp=False, page_size=1000):
+        key_range = base.scan_range(start, stop, prefix, reverse)
+        base.check_timestamp(timestamp)
+        base.check_scan_numbers(limit, page_size)
+        self._check_columns(table, columns)
+        if columns is None:
+            self._family_names(table)  # a missing table fails here, not at the first next()
+        return self._scan(table, key_range, columns, limit, reverse, timestamp, include_timestamp, page_size)
+
+    def _scan(self, table, key_range, columns, limit, reverse, timestamp, include_timestamp, page_size):
+        name = self._name(table)
+        returned, resume_after = 0, None
+        while True:
+            scan = _thrift_scan(key_range, reverse, resume_after, columns, timestamp, page_size)
+            scanner = self._call("scan_open", lambda c: c.scannerOpenWithScan(name, scan, {}), table)
+            try:
+                while True:
+                    want = page_size if limit is None else min(page_size, limit - returned)
+                    results = self._call("scan", lambda c: c.scannerGetList(scanner, want), table)
+                    if not results:
+                        return
+                    for result in results:
+                        if result.row == resume_after:
+                            continue  # a scanner re-opened after a failure starts at the last row
+                        if not key_range.contains(result.row):
+                            if reverse and key_range.low is not None and result.row < key_range.low:
+                                return
+                            continue
+                        yield result.row, _row_dict(result, include_timestamp)
+                        returned += 1
+                        resume_after = result.row
+                        if limit is not None and returned >= limit:
+                            return
+            except BackendUnavailable:
+                raise
+            except BackendError as exc:
+                if "scanner ID is invalid" not in str(exc) or resume_after is None:
+                    raise
+                continue  # the server forgot the scanner (expiry): re-open after the last row
+            finally:
+                try:
+                    self._call("scan_close", lambda c: c.scannerClose(scanner), table)
+                except Exception:  # noqa: BLE001 - closing a dead scanner must not mask the result
+                    pass
+
+    def increment(self, table, row, column, amount=1):
+        inc = base.Increment(table, row, column, amount)
+        base.check_increment(inc)
+        self._check_families(table, [column])
+        family, qualifier = split_column(column)
+        name = self._name(table)
+        return self._call("increment", lambda c: c.atomicIncrement(name, row, family + b":" + (qualifier or b""),
+                                                                   amount), table, idempotent=False)
+
+    def increment_many(self, increments):
+        increments = list(increments)
+        for inc in increments:
+            base.check_increment(inc)
+        by_table = {}
+        for inc in increments:
+            by_table.setdefault(inc.table, []).append(inc.column)
+        for table, columns in by_table.items():
+            self._check_families(table, columns)
+        if not increments:
+            return
+        batch = []
+        for inc in increments:
+            family, qualifier = split_column(inc.column)
+            batch.append(thrift.TIncrement(table=self._name(inc.table), row=inc.row,
+                                           column=family + b":" + (qualifier or b""), ammount=inc.amount))
+        self._call("increment_many", lambda c: c.incrementRows(batch), idempotent=False)
+
+    def check_and_put(self, table, row, column, expected, puts):
+        base.check_row_key(row)
+        base.check_column(column, allow_family=False)
+        if expected is not None and not isinstance(expected, bytes):
+            raise InvalidArgument("expected value must be bytes or None")
+        base.check_mutations([base.RowMutation(row, puts)])
+        if not puts:
+            raise InvalidArgument("check_and_put needs at least one cell to put")
+        self._check_families(table, [column, *puts])
+        # Thrift1's checkAndPut takes one cell: the check and the first put are atomic, the
+        # others follow as an idempotent mutate (see the contract).
+        (put_column, put_value), *rest = puts.items()
+        mutation = thrift.Mutation(isDelete=False, column=put_column, value=put_value)
+        name = self._name(table)
+        applied = self._call("check_and_put", lambda c: c.checkAndPut(name, row, column, expected or None,
+                                                                      mutation, {}),
+                             table, idempotent=False)
+        if applied and rest:
+            self.mutate_rows(table, [base.RowMutation(row, dict(rest))])
+        return applied
+
+    def compact(self, table):
+        name = self._name(table)
+        self._call("compact", lambda c: c.majorCompact(name), table)
+
+
+def _row_dict(result, include_timestamp):
+    columns = result.columns or {}
+    if result.sortedColumns:
+        columns = {col.columnName: col.cell for col in result.sortedColumns}
+    if include_timestamp:
+        return {name: (cell.value, cell.timestamp) for name, cell in columns.items()}
+    return {name: cell.value for name, cell in columns.items()}
+
+
+def _thrift_scan(key_range, reverse, resume_after, columns, timestamp, page_size):
+    """A TScan covering ``key_range`` (resuming at ``resume_after``, inclusive, if set).
+
+    Bounds Thrift cannot express exactly are widened here and trimmed by the caller with
+    ``KeyRange.contains``.
+    """
+    low, high = key_range.low, key_range.high
+    if reverse:
+        start = resume_after or high
+        stop = None
+        if low is not None:
+            # Reversed stop rows are exclusive; stop just below an inclusive low bound.
+            stop = low if not key_range.low_inclusive else (low[:-1] if low[-1] == 0 else
+                                                            low[:-1] + bytes([low[-1] - 1]))
+    else:
+        start = resume_after or (low if low is None or key_range.low_inclusive else low + b"\x00")
+        stop = high if high is None or not key_range.high_inclusive else high + b"\x00"
+    return thrift.TScan(startRow=start or b"", stopRow=stop or None, columns=columns,
+                        timestamp=timestamp, caching=page_size, sortColumns=False, reversed=reverse)

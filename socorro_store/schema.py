@@ -106,12 +106,9 @@ def family_from_attributes(name, attributes):
 
 def default_spec_dir():
     """Where the shipped specs are: ``table_specs/`` beside the package, else the installed copy."""
-    checkout = Path(__file__).resolve().parent.parent / "table_specs"
-    if checkout.is_dir():
-        return checkout
-    from importlib import resources
-
-    return Path(str(resources.files("socorro_store.table_specs")))
+    here = Path(__file__).resolve().parent
+    checkout = here.parent / "table_specs"
+    return checkout if checkout.is_dir() else here / "table_specs"
 
 
 def load_spec_file(path):

@@ -42,11 +42,11 @@ def translate_error(exc, table=None):
     """Map a Thrift-level error to a :mod:`socorro_store.errors` exception."""
     if isinstance(exc, thrift.IOError):
         message = _text(exc.message)
-        if "TableNotFoundException" in message or "does not exist" in message and "table" in message.lower() \
-                and "family" not in message.lower():
-            return TableNotFound(f"table {table!r} does not exist")
-        if "NoSuchColumnFamilyException" in message or "olumn family" in message:
+        # HBase sends the Java stack trace; the exception class name tells what failed.
+        if "NoSuchColumnFamilyException" in message or "Column family" in message:
             return FamilyNotFound(message.splitlines()[0])
+        if "TableNotFoundException" in message or "table does not exist" in message:
+            return TableNotFound(f"table {table!r} does not exist")
         if "is not a long" in message:
             return NotACounter(message.splitlines()[0])
         if "TableNotEnabledException" in message or "is disabled" in message:

@@ -19,6 +19,7 @@ bad values and duplicate families or tables with a :class:`SpecError` naming the
 the field, and it validates every file before anything is created.
 """
 
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,11 +116,15 @@ def load_spec_file(path):
     """Load and validate one spec file; return its :class:`TableSpec`."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(path, None, "file", f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(path, None, "file", f"not UTF-8: {exc}") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SpecError(path, None, "syntax", str(exc)) from None
+        raise _syntax_error(path, text, exc) from None
     table = data.get("table")
     if not isinstance(table, dict):
         raise SpecError(path, None, "table", "missing [table] section")
@@ -149,6 +154,24 @@ def load_spec_file(path):
         addition=table.get("addition", False),
         path=str(path),
     )
+
+
+_DUPLICATE_FAMILY = re.compile(r"Cannot declare \('families', '([^']*)'\) twice")
+_NAME_LINE = re.compile(r'^\s*name\s*=\s*"([^"]*)"', re.MULTILINE)
+
+
+def _syntax_error(path, text, exc):
+    """A :class:`SpecError` for a file TOML rejects, naming the table if its name line is readable.
+
+    TOML itself rejects a family declared twice, before the table name is known, so the name is
+    recovered from the text and the duplicate reported as such.
+    """
+    found = _NAME_LINE.search(text)
+    table = found.group(1) if found else None
+    duplicate = _DUPLICATE_FAMILY.search(str(exc))
+    if duplicate:
+        return SpecError(path, table, f"families.{duplicate.group(1)}", f"duplicate family ({exc})")
+    return SpecError(path, table, "syntax", str(exc))
 
 
 def _load_family(path, table, fam_name, attrs):

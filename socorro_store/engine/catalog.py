@@ -85,6 +85,8 @@ class Catalog:
     def __init__(self, directory, sync="normal"):
         self.directory = os.path.abspath(directory)
         self.sync = sync
+        # makedirs applies ``mode`` only to the leaf, so create the store directory itself first.
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
         os.makedirs(os.path.join(self.directory, "tables"), mode=0o700, exist_ok=True)
         path = os.path.join(self.directory, "catalog.sqlite")
         _private_file(path)

@@ -20,6 +20,7 @@ intended way to share it is ``socorro-store serve``.
 """
 
 import os
+import sqlite3
 import struct
 import threading
 import time
@@ -393,7 +394,10 @@ class Engine:
         problems = []
         for name in self.table_names():
             info, table = self._table(name, check_enabled=False)
-            result = table.reader().execute("PRAGMA integrity_check").fetchall()
+            try:
+                result = table.reader().execute("PRAGMA integrity_check").fetchall()
+            except sqlite3.DatabaseError as exc:  # a badly damaged file fails the check itself
+                result = [(str(exc),)]
             if result != [("ok",)]:
                 problems.append(f"{name}: {result}")
         return problems

@@ -1,0 +1,14 @@
+"""socorro-store: Socorro's HBase crash storage, on HBase, Bigtable or an embedded engine.
+
+    from socorro_store import open_store
+    with open_store() as store:            # embedded://./socorro-data unless told otherwise
+        store.create_tables()
+        store.save_raw_crash(raw_crash, {"upload_file_minidump": dump}, crash_id)
+"""
+
+from .errors import (BackendUnavailable, CrashIDNotFound, InvalidArgument, InvalidCrashID,
+                     SocorroStoreError)
+from .store import CrashStore, open_store
+
+__all__ = ["open_store", "CrashStore", "SocorroStoreError", "CrashIDNotFound", "InvalidCrashID",
+           "InvalidArgument", "BackendUnavailable"]

@@ -1,0 +1,51 @@
+"""``socorro-store demo``: the main job, one library call into :mod:`socorro_store.demo`."""
+
+import sys
+
+import click
+
+from ..demo import run_demo
+from .common import echo_json, url_of
+
+
+@click.command()
+@click.option("--crashes", "count", type=click.IntRange(1), default=2000, show_default=True,
+              help="Number of synthetic crashes to submit and process.")
+@click.option("--processors", type=click.IntRange(1, 64), default=4, show_default=True,
+              help="Processor threads draining the queue.")
+@click.option("--dump-kb", type=click.IntRange(0), default=150, show_default=True,
+              help="Average minidump size in KB (0: metadata-only crashes).")
+@click.option("--seed", type=int, default=None, help="Random seed (default: a new one per run).")
+@click.option("--url", "local_url", default=None, metavar="URL",
+              help="Store URL (overrides the global --url).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def demo(ctx, count, processors, dump_kb, seed, local_url, as_json):
+    """Simulate a collector, processors and readers on the store, then print what it holds."""
+    url = local_url or url_of(ctx)
+    with click.progressbar(length=count, label="collect + process", file=sys.stderr) as bar:
+        report = run_demo(url, crashes=count, processors=processors, seed=seed, dump_kb=dump_kb,
+                          progress=bar.update)
+    if as_json:
+        echo_json(report)
+        return
+    click.echo(f"crashes submitted        {report['crashes_submitted']}")
+    click.echo(f"crashes processed        {report['crashes_processed']}")
+    click.echo(f"stored for {report['day']}    {report['crashes_stored_for_day']}")
+    sizes = report["queue_sizes"]
+    click.echo(f"queue drained            {'yes' if report['queue_drained'] else 'NO'} "
+               f"(standard {sizes['standard']}, legacy {sizes['legacy']}, priority {sizes['priority']})")
+    click.echo(f"unique signatures        {report['unique_signatures_for_day']}")
+    click.echo(f"processing errors        {report['processing_errors_for_day']}")
+    click.echo(f"hang pairs               {report['hang_pairs_for_day']}")
+    click.echo("top signatures:")
+    for item in report["top_signatures"]:
+        click.echo(f"  {item['count']:6d}  {item['signature']}")
+    click.echo("hourly counts (submitted_crash_reports):")
+    for hour, n in report["hourly_counts"].items():
+        click.echo(f"  {hour}  {n:6d}  {'#' * (n * 40 // max(1, max(report['hourly_counts'].values())))}")
+    click.echo(f"lifecycle throughput     {report['crashes_per_second']} crashes/s "
+               f"({report['elapsed_seconds']} s)")
+
+
+COMMANDS = [demo]

@@ -1,0 +1,191 @@
+"""Batch jobs: ``rollup``, ``expire``, ``reconcile-queue``, ``verify-indexes``, ``jobs list|show``.
+
+Each command is one library call.  Long jobs draw a progress bar on stderr (not with ``--json``).
+A job already running elsewhere: the command says who holds the lease and exits 2.
+"""
+
+import re
+from datetime import datetime, timezone
+
+import click
+
+from .. import expiry, jobs, rollup, scrutiny
+from ..backends import open_backend
+from ..errors import InvalidArgument
+from .common import echo_json, url_of
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text):
+    """``90``, ``90s``, ``15m``, ``1h``, ``2d`` -> seconds."""
+    match = _DURATION.match(text.strip()) if isinstance(text, str) else None
+    if not match:
+        raise InvalidArgument(f"bad duration {text!r}: expected e.g. 90s, 15m, 1h, 2d")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def _progress(as_json):
+    """A progress callback drawing one click bar per phase on stderr (None with --json)."""
+    if as_json:
+        return None, lambda: None
+    state = {}
+
+    def update(phase, done, total):
+        bar = state.get("bar")
+        if bar is None or state.get("phase") != phase:
+            if bar is not None:
+                bar.render_finish()
+            bar = click.progressbar(length=total, label=phase, file=click.get_text_stream("stderr"))
+            state.update(bar=bar, phase=phase, done=0)
+        bar.update(done - state["done"])
+        state["done"] = done
+
+    def close():
+        if state.get("bar") is not None:
+            state["bar"].render_finish()
+
+    return update, close
+
+
+def _print_table(report):
+    for table, counts in report.items():
+        click.echo(f"{table:45s} " + "  ".join(f"{k.upper()}={v}" for k, v in counts.items()))
+
+
+@click.command("rollup")
+@click.option("--until", default=None, metavar="T", help="Roll up intervals ending before T (ISO 8601; default now).")
+@click.option("--grace", default="1h", show_default=True, help="An interval is closed this long after it ends.")
+@click.option("--since", default=None, metavar="DATE", help="Recompute every day from DATE (default: since the last run).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def rollup_command(ctx, until, grace, since, as_json):
+    """Make counters exact for closed intervals and roll them up (job 'rollup')."""
+    grace_s = parse_duration(grace)
+    progress, close = _progress(as_json)
+    with open_backend(url_of(ctx)) as backend:
+        try:
+            report = rollup.run_rollup(backend, until=until, grace_s=grace_s, since=since, progress=progress)
+        finally:
+            close()
+    if as_json:
+        echo_json(report)
+        return
+    click.echo(f"run {report['run_id']}: cutoff {report['cutoff']}, {report['days']} day(s), "
+               f"{report['months']} month(s), {report['years']} year(s), {report['crashes_read']} crashes read")
+    click.echo(f"counter cells written {report['cells_written']}, deleted {report['cells_deleted']}, "
+               f"drift {report['drift'] or 'none'}")
+    for example in report["drift_examples"]:
+        click.echo(f"  drift {example['table']} {example['row']} {example['column']}: "
+                   f"live {example['live']} -> exact {example['exact']}")
+
+
+@click.command("expire")
+@click.option("--minute-days", default=7, show_default=True, help="metrics minute rows kept (days).")
+@click.option("--hour-days", default=90, show_default=True, help="metrics hour rows kept (days).")
+@click.option("--signature-hours", default=48, show_default=True)
+@click.option("--signature-days", default=30, show_default=True)
+@click.option("--signature-months", default=2, show_default=True)
+@click.option("--signature-years", default=2, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def expire_command(ctx, minute_days, hour_days, signature_hours, signature_days, signature_months,
+                   signature_years, as_json):
+    """Delete counter detail past retention that a rolled-up coarser level holds (job 'expire')."""
+    retention = expiry.Retention(minute_days, hour_days, signature_hours, signature_days, signature_months,
+                                 signature_years)
+    with open_backend(url_of(ctx)) as backend:
+        report = expiry.run_expire(backend, retention)
+    if as_json:
+        echo_json(report)
+    else:
+        for key, value in report.items():
+            click.echo(f"{key}: {value}")
+
+
+@click.command("reconcile-queue")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def reconcile_queue_command(ctx, as_json):
+    """Recompute the crash_report_queues sizes from the queue indexes (job 'reconcile-queue')."""
+    with open_backend(url_of(ctx)) as backend:
+        report = scrutiny.run_reconcile_queue(backend)
+    if as_json:
+        echo_json(report)
+        return
+    for queue, size in report["after"].items():
+        click.echo(f"{queue:10s} {report['before'][queue]} -> {size}")
+    click.echo(f"counters corrected: {report['corrected']}")
+
+
+@click.command("verify-indexes")
+@click.option("--repair", is_flag=True, help="Recreate missing pointers; delete old orphans.")
+@click.option("--orphan-age", default="10m", show_default=True, help="Only orphans older than this are deleted.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def verify_indexes_command(ctx, repair, orphan_age, as_json):
+    """VALID / MISSING / ORPHAN pointers of the 7 index tables (job 'verify-indexes').
+
+    Exits 1 when anything is MISSING or ORPHAN (before repair).
+    """
+    age = parse_duration(orphan_age)
+    with open_backend(url_of(ctx)) as backend:
+        report = scrutiny.run_verify_indexes(backend, repair=repair, orphan_age_s=age)
+    if as_json:
+        echo_json(report)
+    else:
+        _print_table(report)
+    if any(t["missing"] or t["orphan"] for t in report.values()):
+        ctx.exit(1)
+
+
+@click.group("jobs")
+def jobs_group():
+    """Runs of the batch jobs (from the jobs table)."""
+
+
+def _when(ms):
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if ms else "-"
+
+
+@jobs_group.command("list")
+@click.option("--job", default=None, help="Only runs of this job.")
+@click.option("--limit", default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def list_command(ctx, job, limit, as_json):
+    """Runs, newest first: id, job, status, attempt, phase, start, end, error."""
+    with open_backend(url_of(ctx)) as backend:
+        runs = jobs.list_runs(backend, job, limit)
+    if as_json:
+        echo_json([run.to_dict() for run in runs])
+        return
+    for run in runs:
+        click.echo(f"{run.run_id}  {run.job:16s} {run.status:9s} attempt {run.attempt}  {run.phase:8s} "
+                   f"{_when(run.started_ms)} -> {_when(run.ended_ms)}  {run.host}:{run.pid}"
+                   + (f"  {run.error}" if run.error else ""))
+
+
+@jobs_group.command("show")
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def show_command(ctx, run_id, as_json):
+    """Everything recorded about one run, with its log."""
+    with open_backend(url_of(ctx)) as backend:
+        run = jobs.get_run(backend, run_id)
+    if as_json:
+        echo_json(run.to_dict())
+        return
+    for key, value in run.to_dict().items():
+        if key == "log":
+            continue
+        if key.endswith("_ms"):
+            value = _when(value)
+        click.echo(f"{key:13s} {value}")
+    for line in run.log:
+        click.echo(f"log: {line}")
+
+
+COMMANDS = [rollup_command, expire_command, reconcile_queue_command, verify_indexes_command, jobs_group]

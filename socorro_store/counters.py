@@ -1,0 +1,224 @@
+"""Live counters: the ``metrics`` table and ``crash_report_signatures``.
+
+Everything here builds lists of :class:`~socorro_store.backends.Increment`; the crash store sends
+the increments of one crash (or one batch) in a single ``backend.increment_many`` call.  Counters
+are derived views: increments are never retried, and batch jobs recompute exact values for closed
+intervals from the crash rows (DESIGN.md "Consistency").
+
+Layout (cells are 8-byte big-endian signed integers, :func:`keys.encode_counter`):
+
+``metrics`` rows ``yyyy``, ``yyyy-mm``, ``yyyy-mm-dd``, ``yyyy-mm-ddThh``, ``yyyy-mm-ddThh:mm``
+(UTC, of the crash's *submitted* time; every counter below goes to all five levels)::
+
+    counters:submitted_crash_reports                 +1 per crash saved
+    counters:submitted_crash_reports_legacy_throttle_N  N = legacy_processing (0 ACCEPT,
+                                                     1 DEFER, 2 DISCARD); absent -> not counted
+    counters:submitted_oop_<ProcessType>_crash_reports  ProcessType present and not "default"
+    counters:submitted_crash_report_hang_pairs       +1 once per pair, when its second side is saved
+    counters:crash_report_processing_errors          processed crash with ``success`` False or
+                                                     no signature (None / missing)
+    counters:unique_crash_signatures                 +1 the first time a signature is seen in the
+                                                     interval (hour, day, month, year: the levels
+                                                     that have a signature column; not minute)
+
+The daily row also holds ``counters:<product>_active_installations`` (a put, not an increment:
+:func:`active_installations_put`).
+
+``metrics`` row ``crash_report_queues`` (the wiki's ten counters; "in queue" = inserts - deletes)::
+
+    inserts_unprocessed / deletes_unprocessed                 standard queue pointer added (every
+                                                              crash) / removed (crash processed)
+    inserts_unprocessed_legacy / deletes_unprocessed_legacy   legacy queue (legacy_processing 0)
+    inserts_unprocessed_priority / deletes_unprocessed_priority   priority (reprocessing) requests
+                                                              queued / served
+    inserts_processed_legacy / deletes_processed_legacy       processed crashes of the legacy queue
+                                                              handed to downstream feeders / taken
+                                                              by them (Socorro's db-feeder queue)
+    inserts_processed_priority / deletes_processed_priority   the same for priority crashes
+
+This library has no downstream feeder: ``deletes_processed_*`` move only through
+:func:`processed_consumed_increments`, called by whatever consumes processed crashes.
+
+``crash_report_signatures`` row = signature name (``##empty##`` / ``##null##``), columns
+``counters:hourly_yyyy-mm-ddThh``, ``daily_yyyy-mm-dd``, ``monthly_yyyy-mm``, ``yearly_yyyy``:
+crashes of that signature submitted in the interval.
+
+First-seen detection (unique_crash_signatures): :func:`first_seen` reads the signature rows of a
+batch once; missing interval columns are created at 0 with one ``check_and_put(expected=None)``
+on the coarsest missing one.  Only one writer can win that race, so each (signature, interval) is
+counted once live, whatever the number of processors.  (Expiry must drop finer columns no later
+than coarser ones, which the wiki's retention — 48 h, 30 d, 3 months, 3 years — does.)
+"""
+
+from .backends import Increment
+from .keys import (FAMILY_COUNTERS, METRICS, QUEUE_ROW, SIGNATURES, counter_column,
+                   decode_counter, encode_counter, metrics_row, metrics_rows, parse_metrics_row,
+                   signature_counter_columns, signature_row, validate_process_type)
+from .errors import InvalidArgument
+
+QUEUE_COUNTERS = (
+    "inserts_unprocessed", "deletes_unprocessed",
+    "inserts_unprocessed_priority", "deletes_unprocessed_priority",
+    "inserts_unprocessed_legacy", "deletes_unprocessed_legacy",
+    "inserts_processed_priority", "deletes_processed_priority",
+    "inserts_processed_legacy", "deletes_processed_legacy",
+)
+SUBMITTED = "submitted_crash_reports"
+HANG_PAIRS = "submitted_crash_report_hang_pairs"
+PROCESSING_ERRORS = "crash_report_processing_errors"
+UNIQUE_SIGNATURES = "unique_crash_signatures"
+
+
+def throttle_counter(legacy_processing):
+    return f"submitted_crash_reports_legacy_throttle_{int(legacy_processing)}"
+
+
+def oop_counter(process_type):
+    return f"submitted_oop_{validate_process_type(process_type)}_crash_reports"
+
+
+def metric_increments(moment, names, amount=1, levels=None):
+    """Increments of each counter in ``names`` at every level (or ``levels``) of ``moment``."""
+    rows = metrics_rows(moment)
+    out = []
+    for level, row in rows.items():
+        if levels is not None and level not in levels:
+            continue
+        for name in names:
+            out.append(Increment(METRICS, row, counter_column(name), amount))
+    return out
+
+
+def queue_increments(**deltas):
+    """Increments of the ``crash_report_queues`` row: ``queue_increments(inserts_unprocessed=1)``."""
+    out = []
+    for name, amount in deltas.items():
+        if name not in QUEUE_COUNTERS:
+            raise InvalidArgument(f"unknown queue counter {name!r}")
+        if amount:
+            out.append(Increment(METRICS, QUEUE_ROW, counter_column(name), amount))
+    return out
+
+
+def submit_increments(submitted, legacy_processing, process_type):
+    """The metrics and queue counters of one saved raw crash."""
+    names = [SUBMITTED]
+    if legacy_processing is not None:
+        names.append(throttle_counter(legacy_processing))
+    if process_type and process_type != "default":
+        names.append(oop_counter(process_type))
+    out = metric_increments(submitted, names)
+    out += queue_increments(inserts_unprocessed=1,
+                            inserts_unprocessed_legacy=1 if legacy_processing == 0 else 0)
+    return out
+
+
+def hang_pair_increments(submitted):
+    return metric_increments(submitted, [HANG_PAIRS])
+
+
+def signature_increments(signature, submitted, amount=1):
+    """The four interval counters of ``signature`` for a crash submitted at ``submitted``."""
+    row = signature_row(signature)
+    return [Increment(SIGNATURES, row, column, amount)
+            for column in signature_counter_columns(submitted).values()]
+
+
+def processed_consumed_increments(queue, count):
+    """For a downstream feeder: ``count`` processed crashes of ``queue`` (legacy|priority) taken."""
+    if queue not in ("legacy", "priority"):
+        raise InvalidArgument(f"processed queues are legacy and priority, not {queue!r}")
+    return queue_increments(**{f"deletes_processed_{queue}": count})
+
+
+def coalesce(increments):
+    """Sum increments of the same cell (order of first appearance kept); drop zero sums."""
+    totals = {}
+    for inc in increments:
+        key = (inc.table, inc.row, inc.column)
+        totals[key] = totals.get(key, 0) + inc.amount
+    return [Increment(t, r, c, a) for (t, r, c), a in totals.items() if a]
+
+
+def first_seen(backend, pairs):
+    """Detect (signature, interval) pairs seen for the first time; return the metrics increments.
+
+    ``pairs`` is an iterable of ``(signature, submitted time)``.  The signature rows are read
+    once.  For a crash whose interval columns are missing, the coarsest missing level L is
+    created with ``check_and_put(L, expected=None)`` together with zero cells for every finer
+    missing level.  That is one call per new (signature, interval), not one per level, and it is
+    exact: a coarser column never exists without its finer ones being created in the same put
+    (counters are created here before they are incremented), so whoever wins L is the first to
+    see every level it creates.  A loser re-reads the row and retries with what is still
+    missing.  The winner (only it) gets a ``unique_crash_signatures`` increment per level.
+    """
+    items = {}
+    for signature, submitted in pairs:
+        row = signature_row(signature)
+        rows = metrics_rows(submitted)
+        levels = tuple((column, rows[level]) for level, column in signature_counter_columns(submitted).items())
+        items[(row, levels)] = None  # ordered set: hour, day, month, year
+    if not items:
+        return []
+    rows = sorted({row for row, _levels in items})
+    columns = sorted({column for _row, levels in items for column, _m in levels})
+    found = backend.get_rows(SIGNATURES, rows, columns=columns)
+    present = {row: set(found.get(row, {})) for row in rows}
+    out = []
+    for row, levels in items:
+        while True:
+            missing = [(column, mrow) for column, mrow in levels if column not in present[row]]
+            if not missing:
+                break
+            coarsest = missing[-1][0]
+            puts = {column: encode_counter(0) for column, _m in missing}
+            if backend.check_and_put(SIGNATURES, row, coarsest, None, puts):
+                present[row].update(puts)
+                out += [Increment(METRICS, mrow, counter_column(UNIQUE_SIGNATURES), 1) for _c, mrow in missing]
+                break
+            present[row] = set(backend.get_row(SIGNATURES, row, columns=[c for c, _m in levels]))
+    return out
+
+
+def active_installations_put(product, day, count):
+    """``(row, {column: value})`` for the daily ``<product>_active_installations`` metric."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise InvalidArgument(f"active installations must be a non-negative int: {count!r}")
+    if not isinstance(product, str) or not product:
+        raise InvalidArgument(f"product must be a non-empty string: {product!r}")
+    column = counter_column(f"{product.lower()}_active_installations")
+    return metrics_row(day, "day"), {column: encode_counter(count)}
+
+
+def read_counters(backend, table, row):
+    """``{counter name: int}`` of one row's counters family (non-counter cells are skipped)."""
+    cells = backend.get_row(table, row, columns=[FAMILY_COUNTERS])
+    out = {}
+    for column, value in cells.items():
+        if len(value) == 8:
+            out[column.split(b":", 1)[1].decode("utf-8", "surrogatepass")] = decode_counter(value)
+    return out
+
+
+def get_metrics(backend, row):
+    """``{counter: int}`` of a metrics row (validated: a time level row or crash_report_queues)."""
+    if isinstance(row, str):
+        row = row.encode("utf-8")
+    parse_metrics_row(row)
+    return read_counters(backend, METRICS, row)
+
+
+def get_signature_counters(backend, signature):
+    return read_counters(backend, SIGNATURES, signature_row(signature))
+
+
+def queue_sizes(backend):
+    """Live queue lengths from ``crash_report_queues`` (inserts - deletes)."""
+    counts = read_counters(backend, METRICS, QUEUE_ROW)
+
+    def size(suffix):
+        return counts.get("inserts_" + suffix, 0) - counts.get("deletes_" + suffix, 0)
+
+    return {"standard": size("unprocessed"), "legacy": size("unprocessed_legacy"),
+            "priority": size("unprocessed_priority"), "processed_legacy": size("processed_legacy"),
+            "processed_priority": size("processed_priority")}

@@ -1,0 +1,448 @@
+"""Saving and reading crashes: the crash row, its seven indexes and their write order.
+
+Write order (DESIGN.md "Consistency": the harmless side first):
+
+* submit: index and queue pointers (submitted_time, unprocessed_flag, legacy_unprocessed_flag,
+  legacy_submitted_time, hang_id, hang_id_submitted_time) -> the crash row -> hang-pair check ->
+  one ``increment_many`` with every counter of the crash (or batch);
+* processing: signature_ooid pointer -> the crash row (processed data, ``flags:processed=Y``) ->
+  delete the queue pointers (and a stale signature pointer) -> one ``increment_many``.
+
+A pointer without its crash row is garbage that readers skip; a crash row without its queue
+pointer would be a lost crash, so the pointers always go first.  Every argument is validated, and
+every cell is built and size-checked, before the first write: bad input raises a typed error and
+writes nothing in any table.  One mutate per table touched, whatever the batch size (the crash row
+batch is split only beyond :data:`MAX_BATCH_BYTES`).
+"""
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+from . import counters
+from . import keys as K
+from .backends import RowMutation
+from .backends.base import MAX_CELL_BYTES
+from .errors import CrashIDNotFound, InvalidArgument
+from .queue import claim_of, merged_scan, pointer_puts, with_crash_rows
+
+#: Socorro's default ``forbidden_keys``: removed by get_processed (dotted paths reach inside).
+DEFAULT_FORBIDDEN_KEYS = (
+    "url", "email", "user_id", "exploitability", "json_dump.sensitive",
+    "upload_file_minidump_flash1.json_dump.sensitive",
+    "upload_file_minidump_flash2.json_dump.sensitive",
+    "upload_file_minidump_browser.json_dump.sensitive",
+)
+MAX_BATCH_BYTES = 32 * 1024 * 1024
+_STATE_COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_PROCESSED_AT, K.COL_HANG, K.COL_SIGNATURE]
+
+
+@dataclass
+class RawCrash:
+    """A validated raw crash with every cell of its crash row already built."""
+
+    crash_id: str
+    submitted: datetime
+    legacy: object  # 0, 1, 2 or None
+    process_type: str
+    hang_id: str
+    row: bytes
+    puts: dict = field(default_factory=dict)
+
+
+@dataclass
+class ProcessedCrash:
+    crash_id: str
+    signature: str  # stored name (##empty## / ##null## for the special values)
+    error: bool
+    puts: dict = field(default_factory=dict)
+
+
+def _json_default(value):
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _to_json(document, what):
+    try:
+        text = json.dumps(document, allow_nan=False, separators=(",", ":"), default=_json_default)
+        return text.encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError, RecursionError) as exc:
+        raise InvalidArgument(f"{what} cannot be serialised as JSON: {exc}") from None
+
+
+def _check_cell(row, column, value, limit):
+    if len(row) + len(column) + len(value) > limit:
+        raise InvalidArgument(f"cell {column.decode()} of {len(value)} bytes is over the "
+                              f"{limit}-byte cell limit")
+
+
+def _legacy_flag(raw_crash):
+    value = raw_crash.get("legacy_processing")
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip() in ("0", "1", "2"):
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1, 2):
+        return value
+    raise InvalidArgument(f"legacy_processing must be 0, 1 or 2: {value!r}")
+
+
+def prepare_raw(raw_crash, dumps, crash_id, max_cell_bytes=MAX_CELL_BYTES):
+    """Validate one raw crash and build its crash-row cells; raise a typed error on bad input."""
+    K.validate_crash_id(crash_id)
+    if not isinstance(raw_crash, Mapping):
+        raise InvalidArgument(f"raw crash must be a mapping, not {type(raw_crash).__name__}")
+    if raw_crash.get("uuid") not in (None, crash_id):
+        raise InvalidArgument(f"raw crash uuid {raw_crash.get('uuid')!r} differs from crash id {crash_id}")
+    if "submitted_timestamp" not in raw_crash:
+        raise InvalidArgument(f"raw crash {crash_id} has no submitted_timestamp")
+    submitted = K.parse_timestamp(raw_crash["submitted_timestamp"], "submitted_timestamp")
+    legacy = _legacy_flag(raw_crash)
+    process_type = raw_crash.get("ProcessType") or "default"
+    K.validate_process_type(process_type)
+    hang_id = raw_crash.get("HangID") or None
+    if hang_id is not None:
+        K.hang_row_key(hang_id)
+    if dumps is None:
+        dumps = {}
+    if not isinstance(dumps, Mapping):
+        raise InvalidArgument(f"dumps must be a mapping of name to bytes, not {type(dumps).__name__}")
+    row = K.crash_row_key(crash_id)
+    puts = {
+        K.COL_PROCESSED: b"N",
+        K.COL_OOID: crash_id.encode("ascii"),
+        K.COL_META: _to_json(dict(raw_crash), f"raw crash {crash_id}"),
+        K.COL_SUBMITTED: K.format_timestamp(submitted),
+    }
+    if legacy is not None:
+        puts[K.COL_LEGACY] = str(legacy).encode("ascii")
+    if hang_id is not None:
+        puts[K.COL_HANG] = hang_id.encode("utf-8", "surrogatepass")
+    for name, blob in dumps.items():
+        column = K.dump_column(name)
+        if isinstance(blob, (bytearray, memoryview)):
+            blob = bytes(blob)
+        if not isinstance(blob, bytes):
+            raise InvalidArgument(f"dump {name!r} must be bytes, not {type(blob).__name__}")
+        puts[column] = blob
+    for column, value in puts.items():
+        _check_cell(row, column, value, max_cell_bytes)
+    return RawCrash(crash_id, submitted, legacy, process_type, hang_id, row, puts)
+
+
+def prepare_processed(processed_crash, max_cell_bytes=MAX_CELL_BYTES):
+    """Validate a processed crash (``uuid`` and ``completeddatetime`` required)."""
+    if not isinstance(processed_crash, Mapping):
+        raise InvalidArgument(f"processed crash must be a mapping, not {type(processed_crash).__name__}")
+    crash_id = K.validate_crash_id(processed_crash.get("uuid"))
+    if processed_crash.get("completeddatetime") is None:
+        raise InvalidArgument(f"processed crash {crash_id} has no completeddatetime")
+    completed = K.parse_timestamp(processed_crash["completeddatetime"], "completeddatetime")
+    raw_signature = processed_crash.get("signature")
+    name = K.signature_name(raw_signature)
+    K.signature_row(raw_signature)  # length check
+    row = K.crash_row_key(crash_id)
+    puts = {
+        K.COL_PROCESSED_JSON: _to_json(dict(processed_crash), f"processed crash {crash_id}"),
+        K.COL_SIGNATURE: name.encode("utf-8", "surrogatepass"),
+        K.COL_PROCESSED: b"Y",
+        K.COL_PROCESSED_AT: K.format_timestamp(completed),
+    }
+    for column, value in puts.items():
+        _check_cell(row, column, value, max_cell_bytes)
+    error = raw_signature is None or processed_crash.get("success") is False
+    return ProcessedCrash(crash_id, name, error, puts)
+
+
+def _chunks(mutations, limit=MAX_BATCH_BYTES):
+    """Split mutations into calls of at most ``limit`` payload bytes (one call if it fits)."""
+    chunk, size = [], 0
+    for mutation in mutations:
+        weight = sum(len(c) + len(v) for c, v in mutation.puts.items()) + len(mutation.row)
+        if chunk and size + weight > limit:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(mutation)
+        size += weight
+    if chunk:
+        yield chunk
+
+
+def write_raw(backend, crashes):
+    """Write prepared raw crashes: pointers, crash rows, hang-pair check, one increment call."""
+    index = {t: [] for t in (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG,
+                             K.LEGACY_SUBMITTED_TIME, K.HANG_ID, K.HANG_ID_SUBMITTED_TIME)}
+    for crash in crashes:
+        key = K.time_index_key(crash.crash_id, crash.submitted)
+        ooid = {K.COL_OOID: crash.crash_id.encode("ascii")}
+        index[K.SUBMITTED_TIME].append(RowMutation(key, dict(ooid)))
+        index[K.UNPROCESSED_FLAG].append(RowMutation(key, pointer_puts(crash.crash_id)))
+        if crash.legacy == 0:
+            index[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(key, pointer_puts(crash.crash_id)))
+            index[K.LEGACY_SUBMITTED_TIME].append(RowMutation(key, dict(ooid)))
+        if crash.hang_id is not None:
+            index[K.HANG_ID].append(RowMutation(K.hang_row_key(crash.hang_id),
+                                                {K.hang_column(crash.process_type): ooid[K.COL_OOID]}))
+            index[K.HANG_ID_SUBMITTED_TIME].append(
+                RowMutation(key, {**ooid, K.COL_HANG: crash.puts[K.COL_HANG]}))
+    for table, mutations in index.items():
+        if mutations:
+            backend.mutate_rows(table, mutations)
+    for chunk in _chunks([RowMutation(c.row, c.puts) for c in crashes]):
+        backend.mutate_rows(K.CRASH_REPORTS, chunk)
+    increments = []
+    for crash in crashes:
+        increments += counters.submit_increments(crash.submitted, crash.legacy, crash.process_type)
+    increments += _new_hang_pairs(backend, [c for c in crashes if c.hang_id is not None])
+    backend.increment_many(counters.coalesce(increments))
+
+
+def _new_hang_pairs(backend, crashes):
+    """Count each hang pair once: the first writer to see both sides sets ``ids:paired``.
+
+    Each side is written before the row is read back, so at least one side sees both; the
+    check-and-put on the marker lets exactly one of them count the pair.
+    """
+    if not crashes:
+        return []
+    by_row = {K.hang_row_key(c.hang_id): c for c in crashes}
+    rows = backend.get_rows(K.HANG_ID, list(by_row), columns=[b"ids"])
+    out = []
+    for row, cells in rows.items():
+        sides = [c for c in cells if c.startswith(b"ids:ooid:")]
+        if len(sides) >= 2 and K.COL_PAIRED not in cells:
+            if backend.check_and_put(K.HANG_ID, row, K.COL_PAIRED, None, {K.COL_PAIRED: b"1"}):
+                out += counters.hang_pair_increments(by_row[row].submitted)
+    return out
+
+
+def _state(cells, crash_id):
+    """The processing state of a crash row's state cells."""
+    if K.COL_SUBMITTED not in cells:
+        raise CrashIDNotFound(f"no crash {crash_id}")
+    legacy = cells.get(K.COL_LEGACY)
+    return {
+        "submitted": K.parse_key_timestamp(cells[K.COL_SUBMITTED]),
+        "processed": cells.get(K.COL_PROCESSED) == b"Y",
+        "legacy": int(legacy) if legacy else None,
+        "priority": cells.get(K.COL_PRIORITY),
+        "signature": cells[K.COL_SIGNATURE].decode("utf-8", "surrogatepass") if K.COL_SIGNATURE in cells else None,
+        "processed_at": cells.get(K.COL_PROCESSED_AT),
+        "hang": cells.get(K.COL_HANG),
+    }
+
+
+def read_states(backend, crash_ids):
+    """``{crash_id: state}`` for crashes that exist; raise CrashIDNotFound for the first missing."""
+    rows = {K.crash_row_key(cid): cid for cid in crash_ids}
+    found = backend.get_rows(K.CRASH_REPORTS, list(rows), columns=_STATE_COLUMNS)
+    states = {}
+    for row, crash_id in rows.items():
+        states[crash_id] = _state(found.get(row, {}), crash_id)
+    return states
+
+
+def write_processed(backend, crashes):
+    """Write prepared processed crashes (all known: checked by the caller reading their state)."""
+    states = read_states(backend, [c.crash_id for c in crashes])
+    sig_puts, crash_rows, stale = [], [], []
+    queue_deletes = {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: []}
+    increments, fresh = [], []
+    for crash in crashes:
+        state = states[crash.crash_id]
+        submitted = state["submitted"]
+        ooid = {K.COL_OOID: crash.crash_id.encode("ascii")}
+        sig_puts.append(RowMutation(K.signature_index_key(crash.signature, submitted, crash.crash_id), ooid))
+        mutation = RowMutation(K.crash_row_key(crash.crash_id), dict(crash.puts))
+        key = K.time_index_key(crash.crash_id, submitted)
+        if not state["processed"]:
+            queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(key, delete_row=True))
+            legacy = state["legacy"] == 0
+            if legacy:
+                queue_deletes[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(key, delete_row=True))
+            increments += counters.queue_increments(
+                deletes_unprocessed=1, deletes_unprocessed_legacy=int(legacy),
+                inserts_processed_legacy=int(legacy))
+            increments += counters.signature_increments(crash.signature, submitted)
+            fresh.append((crash.signature, submitted))
+        elif state["signature"] != crash.signature:  # reprocessed with a new signature: move its count
+            old = state["signature"]
+            if old is not None:
+                stale.append(RowMutation(K.signature_index_key(old, submitted, crash.crash_id), delete_row=True))
+                increments += counters.signature_increments(old, submitted, -1)
+            increments += counters.signature_increments(crash.signature, submitted)
+            fresh.append((crash.signature, submitted))
+        if state["priority"]:
+            requested = K.parse_key_timestamp(state["priority"])
+            queue_deletes[K.UNPROCESSED_FLAG].append(
+                RowMutation(K.priority_key(crash.crash_id, requested), delete_row=True))
+            mutation.deletes.append(K.COL_PRIORITY)
+            increments += counters.queue_increments(deletes_unprocessed_priority=1,
+                                                    inserts_processed_priority=1)
+        if crash.error:
+            increments += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS])
+        crash_rows.append(mutation)
+    backend.mutate_rows(K.SIGNATURE_OOID, sig_puts)
+    for chunk in _chunks(crash_rows):
+        backend.mutate_rows(K.CRASH_REPORTS, chunk)
+    for table, mutations in queue_deletes.items():
+        if mutations:
+            backend.mutate_rows(table, mutations)
+    if stale:
+        backend.mutate_rows(K.SIGNATURE_OOID, stale)
+    increments += counters.first_seen(backend, fresh)
+    backend.increment_many(counters.coalesce(increments))
+
+
+def enqueue_priority(backend, crash_ids, now):
+    """Queue crashes for (re)processing: pointer rows first, then ``flags:priority_processing``.
+
+    A crash that already has a pending priority request keeps it (no duplicate row).
+    """
+    crash_ids = list(dict.fromkeys(crash_ids))
+    for crash_id in crash_ids:
+        K.validate_crash_id(crash_id)
+    states = read_states(backend, crash_ids)
+    todo = [cid for cid in crash_ids if not states[cid]["priority"]]
+    if not todo:
+        return 0
+    stamp = K.format_timestamp(now)
+    backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(K.priority_key(cid, now), pointer_puts(cid))
+                                             for cid in todo])
+    backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cid), {K.COL_PRIORITY: stamp})
+                                          for cid in todo])
+    backend.increment_many(counters.queue_increments(inserts_unprocessed_priority=len(todo)))
+    return len(todo)
+
+# -- reads -----------------------------------------------------------------------------------
+
+def _crash_cells(backend, crash_id, columns):
+    row = K.crash_row_key(crash_id)
+    return backend.get_row(K.CRASH_REPORTS, row, columns=columns + [K.COL_OOID])
+
+
+def get_raw_crash(backend, crash_id):
+    cells = _crash_cells(backend, crash_id, [K.COL_META])
+    if K.COL_META not in cells:
+        raise CrashIDNotFound(f"no raw crash {crash_id}")
+    return json.loads(cells[K.COL_META])
+
+
+def get_raw_dumps(backend, crash_id):
+    """``{dump name: bytes}`` (``raw_data:dump`` comes back as ``upload_file_minidump``)."""
+    cells = _crash_cells(backend, crash_id, [K.FAMILY_RAW])
+    if not cells:
+        raise CrashIDNotFound(f"no crash {crash_id}")
+    return {K.dump_name_from_column(c): v for c, v in cells.items() if c.startswith(K.FAMILY_RAW + b":")}
+
+
+def get_raw_dump(backend, crash_id, name=None):
+    name = K.DEFAULT_DUMP if name in (None, "dump") else name
+    column = K.dump_column(name)
+    cells = _crash_cells(backend, crash_id, [column])
+    if column not in cells:
+        raise CrashIDNotFound(f"no dump {name!r} for crash {crash_id}")
+    return cells[column]
+
+
+def get_raw_dumps_as_files(backend, crash_id, directory):
+    """Write each dump to ``directory/<crash_id>.<name>.TEMPORARY.dump``; return ``{name: path}``."""
+    dumps = get_raw_dumps(backend, crash_id)
+    os.makedirs(directory, exist_ok=True)
+    paths = {}
+    for name, blob in dumps.items():
+        path = os.path.join(directory, f"{crash_id}.{name}.TEMPORARY.dump")
+        with open(path, "wb") as handle:
+            handle.write(blob)
+        paths[name] = path
+    return paths
+
+
+def get_unredacted_processed(backend, crash_id):
+    cells = _crash_cells(backend, crash_id, [K.COL_PROCESSED_JSON])
+    if K.COL_PROCESSED_JSON not in cells:
+        raise CrashIDNotFound(f"no processed crash {crash_id}")
+    return json.loads(cells[K.COL_PROCESSED_JSON])
+
+
+def redact(document, forbidden_keys):
+    """Remove ``forbidden_keys`` (dotted paths reach into nested mappings) in place; return it."""
+    for dotted in forbidden_keys:
+        parts = dotted.split(".")
+        node = document
+        for part in parts[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+            if node is None:
+                break
+        if isinstance(node, dict):
+            node.pop(parts[-1], None)
+    return document
+
+
+def get_processed(backend, crash_id, forbidden_keys=DEFAULT_FORBIDDEN_KEYS):
+    return redact(get_unredacted_processed(backend, crash_id), forbidden_keys)
+
+
+def get_processing_state(backend, crash_id):
+    """Flags, timestamps and the current claim of each queue row the crash still has."""
+    state = read_states(backend, [crash_id])[crash_id]
+    key = K.time_index_key(crash_id, state["submitted"])
+    claims = {}
+    if not state["processed"]:
+        claims["standard"] = claim_of(backend, K.UNPROCESSED_FLAG, key)
+        if state["legacy"] == 0:
+            claims["legacy"] = claim_of(backend, K.LEGACY_UNPROCESSED_FLAG, key)
+    if state["priority"]:
+        requested = K.parse_key_timestamp(state["priority"])
+        claims["priority"] = claim_of(backend, K.UNPROCESSED_FLAG, K.priority_key(crash_id, requested))
+    claims = {q: c for q, c in claims.items() if c is not None}
+    live = [c for c in claims.values() if c.get("processor")]
+    return {
+        "crash_id": crash_id,
+        "processed": state["processed"],
+        "legacy_processing": state["legacy"],
+        "priority_processing": state["priority"] is not None,
+        "submitted": K.format_timestamp(state["submitted"]).decode(),
+        "processed_at": state["processed_at"].decode() if state["processed_at"] else None,
+        "signature": state["signature"],
+        "queues": sorted(claims),
+        "claim": max(live, key=lambda c: c.get("claimed", 0)) if live else None,
+    }
+
+
+# -- queries ---------------------------------------------------------------------------------
+
+def crashes_submitted(backend, start, end, page_size=1000):
+    """Crash ids submitted in ``[start, end)``, in submission order (16 salts merged).
+
+    Pointers whose crash row does not exist (a save in progress or failed) are skipped.
+    """
+    start, end = K.parse_timestamp(start, "start"), K.parse_timestamp(end, "end")
+    rows = merged_scan(backend, K.SUBMITTED_TIME, columns=[K.COL_OOID], start=start, end=end,
+                       page_size=page_size)
+    ids = (K.parse_time_index_key(row)[0] for row, _cells in rows)
+    return with_crash_rows(backend, ids, lambda crash_id: crash_id, page_size)
+
+
+def crashes_by_signature(backend, signature, start=None, end=None, page_size=1000):
+    """Crash ids of ``signature`` (``None`` = ##null##, "" = ##empty##) submitted in ``[start, end)``.
+
+    One range scan of the signature index, in submission order.
+    """
+    start = K.parse_timestamp(start, "start") if start is not None else None
+    end = K.parse_timestamp(end, "end") if end is not None else None
+    low, high = K.signature_index_range(signature, start, end)
+    rows = backend.scan(K.SIGNATURE_OOID, start=low, stop=high, columns=[K.COL_OOID], page_size=page_size)
+    ids = (K.parse_signature_index_key(row)[2] for row, _cells in rows)
+    return with_crash_rows(backend, ids, lambda crash_id: crash_id, page_size)
+
+
+def hang_pair(backend, hang_id):
+    """``{ProcessType: crash_id}`` of a hang id (``{}`` when none is stored)."""
+    cells = backend.get_row(K.HANG_ID, K.hang_row_key(hang_id), columns=[b"ids"])
+    return {K.process_type_from_hang_column(c): v.decode("ascii")
+            for c, v in cells.items() if c.startswith(b"ids:ooid:")}

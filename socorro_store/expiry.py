@@ -1,0 +1,150 @@
+"""Expiry of old counter detail, with configurable retention (``socorro-store expire``).
+
+Default retention (:class:`Retention`), counted back from the current interval:
+
+* ``crash_report_signatures`` columns, as the wiki planned: current + 48 ``hourly_``, + 30
+  ``daily_``, + 2 ``monthly_``, + 2 ``yearly_``;
+* ``metrics`` minute rows: 7 days (enough to look at a spike a week later); hour rows: 90 days.
+  Day, month and year rows are kept forever (one row a day is ~365 rows a year).
+
+Expiry deletes only what a coarser level already holds, i.e. only once the roll-up has marked
+the coarser interval (``timestamps:rolled_up``): a minute row needs its hour row marked, an hour
+row and ``hourly_`` columns their day row, ``daily_`` columns their month row, ``monthly_`` columns
+their year row, and ``yearly_`` columns their own year row (the metrics year row keeps the year's
+totals).  Unmarked detail stays until a roll-up has covered it.  When ``daily_`` (``monthly_``)
+columns of a month (year) are deleted, the metrics row of that month (year) gets
+``timestamps:expired_signature_days`` (``…_months``) so a later roll-up of it recounts from the
+crash rows instead of summing columns that are gone.
+"""
+
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta, timezone
+
+from . import jobs
+from . import keys as K
+from .backends.base import RowMutation
+from .errors import InvalidArgument
+from .rollup import COL_ROLLED_UP, COL_SIG_DAYS_EXPIRED, COL_SIG_MONTHS_EXPIRED
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How many intervals before the current one are kept, per level."""
+
+    metrics_minute_days: int = 7
+    metrics_hour_days: int = 90
+    signature_hours: int = 48
+    signature_days: int = 30
+    signature_months: int = 2
+    signature_years: int = 2
+
+    def __post_init__(self):
+        for name, value in asdict(self).items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidArgument(f"retention {name} must be an int >= 0: {value!r}")
+
+
+def _months_back(moment, n):
+    index = moment.year * 12 + moment.month - 1 - n
+    return moment.replace(year=index // 12, month=index % 12 + 1, day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+class _Marks:
+    """Which metrics rows the roll-up marked, read in batches and cached."""
+
+    def __init__(self, backend):
+        self.backend, self.cache = backend, {}
+
+    def load(self, rows):
+        todo = [r for r in set(rows) if r not in self.cache]
+        if todo:
+            found = self.backend.get_rows(K.METRICS, todo, columns=[COL_ROLLED_UP])
+            for row in todo:
+                self.cache[row] = row in found
+        return self
+
+    def __call__(self, row):
+        return self.load([row]).cache[row]
+
+
+def expire(backend, retention=None, now=None, heartbeat=None):
+    """Delete detail older than ``retention`` that a marked coarser interval holds; return counts."""
+    retention = retention if retention is not None else Retention()
+    if not isinstance(retention, Retention):
+        raise InvalidArgument("retention must be a Retention")
+    now = K.parse_timestamp(now, "now") if now is not None else datetime.now(timezone.utc)
+    hour_now = now.replace(minute=0, second=0, microsecond=0)
+    day_now = hour_now.replace(hour=0)
+    minute_limit = now.replace(second=0, microsecond=0) - timedelta(days=retention.metrics_minute_days)
+    hour_limit = hour_now - timedelta(days=retention.metrics_hour_days)
+    marks = _Marks(backend)
+    report = {"metrics_minute_rows": 0, "metrics_hour_rows": 0, "signature_columns": 0, "kept_unmarked": 0}
+    # metrics: every row before the minute limit (minute rows older than it are being deleted)
+    deletes = []
+    stop = K.metrics_row(minute_limit, "minute")
+    for row, _cells in backend.scan(K.METRICS, start=b"0", stop=stop, columns=[b"counters", b"timestamps"]):
+        try:
+            level, start = K.parse_metrics_row(row)
+        except InvalidArgument:
+            continue
+        if level == "minute" and start < minute_limit:
+            coarse, counter = K.metrics_row(start, "hour"), "metrics_minute_rows"
+        elif level == "hour" and start < hour_limit:
+            coarse, counter = K.metrics_row(start, "day"), "metrics_hour_rows"
+        else:
+            continue
+        if marks(coarse):
+            deletes.append(RowMutation(row, delete_row=True))
+            report[counter] += 1
+        else:
+            report["kept_unmarked"] += 1
+        if heartbeat:
+            heartbeat()
+    for i in range(0, len(deletes), 1000):
+        backend.mutate_rows(K.METRICS, deletes[i:i + 1000])
+    # signature columns
+    limits = {"hour": (hour_now - timedelta(hours=retention.signature_hours), "day"),
+              "day": (day_now - timedelta(days=retention.signature_days), "month"),
+              "month": (_months_back(day_now, retention.signature_months), "year"),
+              "year": (day_now.replace(year=day_now.year - retention.signature_years, month=1, day=1), "year")}
+    deletes, expired_flags = [], {}
+    for row, cells in backend.scan(K.SIGNATURES, columns=[K.FAMILY_COUNTERS], page_size=1000):
+        columns = []
+        for column in cells:
+            try:
+                level, start = K.parse_signature_counter_column(column)
+            except InvalidArgument:
+                continue
+            limit, coarse_level = limits[level]
+            if start >= limit:
+                continue
+            coarse = K.metrics_row(start, coarse_level)
+            if marks(coarse):
+                columns.append(column)
+                if level in ("day", "month"):
+                    expired_flags[coarse] = COL_SIG_DAYS_EXPIRED if level == "day" else COL_SIG_MONTHS_EXPIRED
+            else:
+                report["kept_unmarked"] += 1
+        if columns:
+            deletes.append(RowMutation(row, deletes=columns))
+            report["signature_columns"] += len(columns)
+        if heartbeat:
+            heartbeat()
+    if expired_flags:  # flag first: a roll-up must never sum columns that are about to go
+        backend.mutate_rows(K.METRICS, [RowMutation(r, {c: b"1"}) for r, c in expired_flags.items()])
+    for i in range(0, len(deletes), 1000):
+        backend.mutate_rows(K.SIGNATURES, deletes[i:i + 1000])
+    return report
+
+
+def run_expire(backend, retention=None, now=None, **job_options):
+    """Run :func:`expire` as job ``expire`` (one live run, recorded)."""
+    retention = retention if retention is not None else Retention()
+    if not isinstance(retention, Retention):
+        raise InvalidArgument("retention must be a Retention")
+
+    def body(ctx):
+        ctx.set_phase("expire")
+        return expire(backend, retention, now, heartbeat=ctx.heartbeat)
+
+    return jobs.run_job(backend, "expire", body, params=asdict(retention), resume=False, **job_options).result

@@ -1,0 +1,618 @@
+"""HBase's filter language (``ParseFilter``) and the filters it names, applied to engine rows.
+
+A filter string such as ``PrefixFilter('r') AND (QualifierFilter(>=, 'binary:b') OR KeyOnlyFilter())``
+is parsed by :func:`parse_filter` into a tree of :class:`Filter` objects that follow HBase's
+per-row protocol (``reset``, ``filter_row_key``, ``filter_cell`` returning a return code,
+``transform_row``, ``filter_row``, ``filter_all_remaining``).  :func:`apply_filter` drives that
+protocol the way HBase's region scanner does: each column's versions are offered newest first
+until one is included (a scan returns one version), so a ValueFilter or TimestampsFilter can
+surface an older version exactly as HBase does.
+
+Grammar (precedence as HBase: SKIP/WHILE bind tightest, then AND, then OR)::
+
+    expr    := and ('OR' and)*
+    and     := unary ('AND' unary)*
+    unary   := ('SKIP' | 'WHILE') unary | '(' expr ')' | Name '(' [arg (',' arg)*] ')'
+    arg     := 'quoted string' ('' escapes a quote) | integer | true | false | < <= = != >= >
+
+Comparators are ``'binary:v'``, ``'binaryprefix:v'``, ``'regexstring:re'`` and ``'substring:s'``
+(the last two only with ``=`` / ``!=``).  Any error raises :class:`FilterError`, HBase's
+IllegalArgumentException, with ParseFilter's message.
+"""
+
+import re
+
+INCLUDE, SKIP, NEXT_COL, NEXT_ROW = 0, 1, 2, 3
+
+
+class FilterError(ValueError):
+    """The filter string is not valid (HBase: IllegalArgumentException from ParseFilter)."""
+
+
+# -- comparators -------------------------------------------------------------------------------
+
+_OPS = {"<": lambda r: r > 0, "<=": lambda r: r >= 0, "=": lambda r: r == 0,
+        "!=": lambda r: r != 0, ">=": lambda r: r <= 0, ">": lambda r: r < 0}
+
+
+def _cmp(a, b):
+    return (a > b) - (a < b)
+
+
+class Comparator:
+    """``compare_to(value)`` follows Java's ``ByteArrayComparable.compareTo``: operand vs value."""
+
+    def __init__(self, kind, operand):
+        self.kind, self.operand = kind, operand
+        if kind == "regexstring":
+            try:
+                self.pattern = re.compile(operand, re.DOTALL)
+            except re.error as exc:
+                raise FilterError(f"Invalid regular expression {operand!r}: {exc}") from None
+        elif kind == "substring":
+            self.operand = operand.lower()
+
+    def compare_to(self, value):
+        if self.kind == "binary":
+            return _cmp(self.operand, value)
+        if self.kind == "binaryprefix":
+            return _cmp(self.operand, value[:len(self.operand)])
+        if self.kind == "regexstring":
+            return 0 if self.pattern.search(value) else 1
+        return 0 if self.operand in value.lower() else 1
+
+
+def _comparator(op, text):
+    kind, sep, operand = text.partition(b":")
+    kind = kind.decode("latin-1")
+    if not sep or kind not in ("binary", "binaryprefix", "regexstring", "substring"):
+        raise FilterError("Incorrect comparatorType")
+    if kind in ("regexstring", "substring") and op not in ("=", "!="):
+        raise FilterError("Only EQUAL or NOT_EQUAL comparisons are valid with this comparator")
+    return Comparator(kind, operand)
+
+
+def _keep(op, comparator, value):
+    return _OPS[op](comparator.compare_to(value))
+
+
+# -- filters -----------------------------------------------------------------------------------
+
+class Filter:
+    """Base filter: lets everything through.  Cells are ``(family, qualifier, ts, value)``."""
+
+    has_filter_row = False
+    reversed = False
+
+    def reset(self):
+        pass
+
+    def filter_row_key(self, row):
+        return False
+
+    def filter_cell(self, cell):
+        return INCLUDE, cell
+
+    def transform_row(self, cells):
+        return cells
+
+    def filter_row(self):
+        return False
+
+    def filter_all_remaining(self):
+        return False
+
+    def set_reversed(self, value):
+        self.reversed = value
+
+
+class _RowDecision(Filter):
+    """Filters that decide on the row key and then send every cell of a rejected row to NEXT_ROW."""
+
+    out = False
+
+    def reset(self):
+        self.out = False
+
+    def filter_cell(self, cell):
+        return (NEXT_ROW, cell) if self.out else (INCLUDE, cell)
+
+    def filter_row(self):
+        return self.out
+
+
+class KeyOnlyFilter(Filter):
+    def __init__(self, len_as_value=False):
+        self.len_as_value = len_as_value
+
+    def filter_cell(self, cell):
+        fam, qual, ts, value = cell
+        return INCLUDE, (fam, qual, ts, len(value).to_bytes(4, "big") if self.len_as_value else b"")
+
+
+class FirstKeyOnlyFilter(Filter):
+    def reset(self):
+        self.found = False
+
+    def filter_cell(self, cell):
+        if self.found:
+            return NEXT_ROW, cell
+        self.found = True
+        return INCLUDE, cell
+
+
+class PrefixFilter(_RowDecision):
+    def __init__(self, prefix):
+        self.prefix, self.passed = prefix, False
+
+    def filter_row_key(self, row):
+        head = row[:len(self.prefix)]
+        if (head > self.prefix) if not self.reversed else (head < self.prefix):
+            self.passed = True
+        self.out = head != self.prefix
+        return self.out
+
+    def filter_all_remaining(self):
+        return self.passed
+
+
+class InclusiveStopFilter(_RowDecision):
+    def __init__(self, stop):
+        self.stop, self.done = stop, False
+
+    def filter_row_key(self, row):
+        self.done = (row > self.stop) if not self.reversed else (row < self.stop)
+        self.out = self.done
+        return self.done
+
+    def filter_all_remaining(self):
+        return self.done
+
+
+class RowFilter(_RowDecision):
+    def __init__(self, op, comparator):
+        self.op, self.comparator = op, comparator
+
+    def filter_row_key(self, row):
+        self.out = not _keep(self.op, self.comparator, row)
+        return self.out
+
+
+class _CellCompare(Filter):
+    part = 3  # index of the compared field in a cell
+
+    def __init__(self, op, comparator):
+        self.op, self.comparator = op, comparator
+
+    def filter_cell(self, cell):
+        return (INCLUDE if _keep(self.op, self.comparator, cell[self.part]) else SKIP), cell
+
+
+class FamilyFilter(_CellCompare):
+    part = 0
+
+    def filter_cell(self, cell):
+        return (INCLUDE if _keep(self.op, self.comparator, cell[0]) else NEXT_COL), cell
+
+
+class QualifierFilter(_CellCompare):
+    part = 1
+
+    def filter_cell(self, cell):
+        return (INCLUDE if _keep(self.op, self.comparator, cell[1]) else NEXT_COL), cell
+
+
+class ValueFilter(_CellCompare):
+    part = 3
+
+
+class ColumnPrefixFilter(Filter):
+    def __init__(self, *prefixes):
+        self.prefixes = prefixes
+
+    def filter_cell(self, cell):
+        qual = cell[1]
+        return (INCLUDE if any(qual.startswith(p) for p in self.prefixes) else NEXT_COL), cell
+
+
+class MultipleColumnPrefixFilter(ColumnPrefixFilter):
+    pass
+
+
+class ColumnRangeFilter(Filter):
+    """HBase passes '' through as an empty bound (not "unbounded"), so an empty max excludes all."""
+
+    def __init__(self, low, low_inclusive, high, high_inclusive):
+        self.low, self.low_inclusive, self.high, self.high_inclusive = low, low_inclusive, high, high_inclusive
+
+    def filter_cell(self, cell):
+        qual = cell[1]
+        if qual < self.low or (qual == self.low and not self.low_inclusive):
+            return NEXT_COL, cell
+        if qual < self.high or (qual == self.high and self.high_inclusive):
+            return INCLUDE, cell
+        return NEXT_ROW, cell
+
+
+class TimestampsFilter(Filter):
+    def __init__(self, *timestamps):
+        self.timestamps = frozenset(timestamps)
+
+    def filter_cell(self, cell):
+        return (INCLUDE if cell[2] in self.timestamps else SKIP), cell
+
+
+class PageFilter(Filter):
+    has_filter_row = True
+
+    def __init__(self, size):
+        if size < 0:
+            raise FilterError(f"must be positive {size}")
+        self.size, self.accepted = size, 0
+
+    def filter_row(self):
+        self.accepted += 1
+        return self.accepted > self.size
+
+    def filter_all_remaining(self):
+        return self.accepted >= self.size
+
+
+class ColumnCountGetFilter(Filter):
+    def __init__(self, limit):
+        if limit < 0:
+            raise FilterError(f"Limit must be positive {limit}")
+        self.limit = limit
+
+    def reset(self):
+        self.count = 0
+
+    def filter_cell(self, cell):
+        self.count += 1
+        return (NEXT_COL if self.count > self.limit else INCLUDE), cell
+
+
+class ColumnPaginationFilter(Filter):
+    def __init__(self, limit, offset):
+        if limit < 0 or offset < 0:
+            raise FilterError("Limit and offset must be positive")
+        self.limit, self.offset = limit, offset
+
+    def reset(self):
+        self.count, self.last = 0, None
+
+    def filter_cell(self, cell):
+        column = (cell[0], cell[1])
+        if column != self.last:
+            self.last = column
+            self.count += 1
+        if self.count > self.offset + self.limit:
+            return NEXT_ROW, cell
+        return (INCLUDE if self.count > self.offset else NEXT_COL), cell
+
+
+class SingleColumnValueFilter(Filter):
+    """Rows whose ``family:qualifier`` passes the comparison; rows lacking it pass unless filterIfMissing."""
+
+    has_filter_row = True
+
+    def __init__(self, family, qualifier, op, comparator, if_missing=False, latest_only=True):
+        self.family, self.qualifier = family, qualifier
+        self.op, self.comparator = op, comparator
+        self.if_missing, self.latest_only = if_missing, latest_only
+
+    def reset(self):
+        self.found = self.matched = False
+
+    def filter_cell(self, cell):
+        if self.matched or (self.latest_only and self.found):
+            return INCLUDE, cell
+        if cell[0] != self.family or cell[1] != self.qualifier:
+            return INCLUDE, cell
+        self.found = True
+        if not _keep(self.op, self.comparator, cell[3]):
+            return (NEXT_ROW if self.latest_only else INCLUDE), cell
+        self.matched = True
+        return INCLUDE, cell
+
+    def filter_row(self):
+        return (not self.matched) if self.found else self.if_missing
+
+
+class SingleColumnValueExcludeFilter(SingleColumnValueFilter):
+    """As SingleColumnValueFilter, but the tested column is left out of the results."""
+
+    def transform_row(self, cells):
+        return [c for c in cells if c[0] != self.family or c[1] != self.qualifier]
+
+
+class SkipFilter(Filter):
+    """SKIP f: drop the whole row if f drops any of its cells (row keys are not offered to f)."""
+
+    has_filter_row = True
+
+    def __init__(self, inner):
+        self.inner, self.drop = inner, False
+
+    def set_reversed(self, value):
+        self.reversed = value
+        self.inner.set_reversed(value)
+
+    def reset(self):
+        self.inner.reset()
+        self.drop = False
+
+    def filter_cell(self, cell):
+        code, cell = self.inner.filter_cell(cell)
+        self.drop = self.drop or code != INCLUDE
+        return code, cell
+
+    def transform_row(self, cells):
+        return self.inner.transform_row(cells)
+
+    def filter_row(self):
+        return self.drop
+
+    def filter_all_remaining(self):
+        return self.inner.filter_all_remaining()
+
+
+class WhileMatchFilter(SkipFilter):
+    """WHILE f: the scan ends at the first row key, cell or row that f rejects."""
+
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.ended = False
+
+    def filter_row_key(self, row):
+        out = self.inner.filter_row_key(row)
+        self.ended = self.ended or out
+        return out
+
+    def filter_cell(self, cell):
+        code, cell = self.inner.filter_cell(cell)
+        self.ended = self.ended or code != INCLUDE
+        return code, cell
+
+    def filter_row(self):
+        out = self.inner.filter_row()
+        self.ended = self.ended or out
+        return out
+
+    def filter_all_remaining(self):
+        return self.ended or self.inner.filter_all_remaining()
+
+
+class FilterList(Filter):
+    """AND (MUST_PASS_ALL) or OR (MUST_PASS_ONE) of several filters."""
+
+    def __init__(self, must_pass_all, filters):
+        self.all, self.filters = must_pass_all, filters
+        self.has_filter_row = any(f.has_filter_row for f in filters)
+
+    def set_reversed(self, value):
+        self.reversed = value
+        for f in self.filters:
+            f.set_reversed(value)
+
+    def reset(self):
+        for f in self.filters:
+            f.reset()
+
+    def filter_row_key(self, row):
+        verdicts = [f.filter_all_remaining() or f.filter_row_key(row) for f in self.filters]
+        return any(verdicts) if self.all else all(verdicts)
+
+    def filter_cell(self, cell):
+        codes, out = [], cell
+        for f in self.filters:
+            if f.filter_all_remaining():
+                codes.append(NEXT_ROW)
+                continue
+            code, changed = f.filter_cell(cell if not self.all else out)
+            codes.append(code)
+            if code == INCLUDE:
+                out = changed
+        return (max(codes) if self.all else min(codes)), out
+
+    def transform_row(self, cells):
+        for f in self.filters:
+            cells = f.transform_row(cells)
+        return cells
+
+    def filter_row(self):
+        if self.all:
+            return any(f.filter_row() for f in self.filters)
+        return all(f.filter_row() for f in self.filters)
+
+    def filter_all_remaining(self):
+        done = [f.filter_all_remaining() for f in self.filters]
+        return any(done) if self.all else all(done)
+
+
+def apply_filter(flt, row, cells):
+    """Run one row through ``flt`` as HBase's scanner does; return the kept cells or None.
+
+    ``cells`` are every visible version, sorted by family, qualifier, newest first.  At most one
+    version per column is kept (the first one the filter includes).
+    """
+    flt.reset()
+    if flt.filter_row_key(row):
+        return None
+    kept, done_column = [], None
+    for cell in cells:
+        column = (cell[0], cell[1])
+        if column == done_column:
+            continue
+        code, out = flt.filter_cell(cell)
+        if code == INCLUDE:
+            kept.append(out)
+            done_column = column
+        elif code == NEXT_COL:
+            done_column = column
+        elif code == NEXT_ROW:
+            break
+        if flt.filter_all_remaining():
+            break
+    kept = flt.transform_row(kept)
+    if not kept or flt.filter_row():
+        return None
+    return kept
+
+
+# -- parser ------------------------------------------------------------------------------------
+
+_TOKEN = re.compile(rb"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<op><=|>=|!=|<|>|=)|(?P<punct>[(),])"
+                    rb"|(?P<word>[A-Za-z0-9_.+\-]+))")
+
+# name -> list of allowed argument signatures; s = string, i = integer, b = boolean, o = compare op,
+# c = comparator string, '*s' / '*i' = one or more of that kind.
+_SIGNATURES = {
+    "KeyOnlyFilter": ["", "b"], "FirstKeyOnlyFilter": [""], "PrefixFilter": ["s"],
+    "ColumnPrefixFilter": ["s"], "MultipleColumnPrefixFilter": ["*s"], "ColumnCountGetFilter": ["i"],
+    "PageFilter": ["i"], "ColumnPaginationFilter": ["ii"], "InclusiveStopFilter": ["s"],
+    "TimestampsFilter": ["*i"], "RowFilter": ["oc"], "FamilyFilter": ["oc"], "QualifierFilter": ["oc"],
+    "ValueFilter": ["oc"], "ColumnRangeFilter": ["sbsb"],
+    "SingleColumnValueFilter": ["ssoc", "ssocbb"], "SingleColumnValueExcludeFilter": ["ssoc", "ssocbb"],
+}
+_CLASSES = {name: globals()[name] for name in _SIGNATURES}
+
+
+def _tokenize(text):
+    tokens, pos = [], 0
+    while pos < len(text):
+        match = _TOKEN.match(text, pos)
+        if match is None:
+            if text[pos:].strip():
+                raise FilterError("Incorrect Filter String")
+            break
+        pos = match.end()
+        kind = match.lastgroup
+        value = match.group(kind)
+        if kind == "str":
+            tokens.append(("str", value[1:-1].replace(b"''", b"'")))
+        else:
+            tokens.append((kind, value.decode("latin-1")))
+    return tokens
+
+
+class _Parser:
+    def __init__(self, tokens):
+        self.tokens, self.pos = tokens, 0
+
+    def peek(self):
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else (None, None)
+
+    def take(self):
+        token = self.peek()
+        self.pos += 1
+        return token
+
+    def expr(self):
+        parts = [self.conjunction()]
+        while self.peek() == ("word", "OR"):
+            self.take()
+            parts.append(self.conjunction())
+        return parts[0] if len(parts) == 1 else FilterList(False, parts)
+
+    def conjunction(self):
+        parts = [self.unary()]
+        while self.peek() == ("word", "AND"):
+            self.take()
+            parts.append(self.unary())
+        return parts[0] if len(parts) == 1 else FilterList(True, parts)
+
+    def unary(self):
+        kind, value = self.take()
+        if (kind, value) == ("word", "SKIP"):
+            return SkipFilter(self.unary())
+        if (kind, value) == ("word", "WHILE"):
+            return WhileMatchFilter(self.unary())
+        if (kind, value) == ("punct", "("):
+            inner = self.expr()
+            if self.take() != ("punct", ")"):
+                raise FilterError("Mismatched parenthesis")
+            return inner
+        if kind != "word":
+            raise FilterError("Incorrect Filter String")
+        if value not in _CLASSES:
+            raise FilterError(f"Filter Name {value} not supported")
+        if self.take() != ("punct", "("):
+            raise FilterError("Incorrect Filter String")
+        args = []
+        if self.peek() != ("punct", ")"):
+            while True:
+                args.append(self.take())
+                separator = self.take()
+                if separator == ("punct", ")"):
+                    break
+                if separator != ("punct", ","):
+                    raise FilterError("Incorrect argument list")
+        else:
+            self.take()
+        return _build(value, args)
+
+
+def _build(name, args):
+    for signature in _SIGNATURES[name]:
+        converted = _convert(signature, args)
+        if converted is not None:
+            if name in ("RowFilter", "FamilyFilter", "QualifierFilter", "ValueFilter"):
+                converted[1] = _comparator(converted[0], converted[1])
+            elif name.startswith("SingleColumnValue"):
+                converted[3] = _comparator(converted[2], converted[3])
+            return _CLASSES[name](*converted)
+    raise FilterError(f"Incorrect arguments for {name}: expected {' or '.join(_SIGNATURES[name]) or 'none'}")
+
+
+def _convert(signature, args):
+    if signature.startswith("*"):
+        if not args:
+            return None
+        signature = signature[1] * len(args)
+    if len(signature) != len(args):
+        return None
+    out = []
+    for kind, (token_kind, value) in zip(signature, args):
+        if kind in "sc":
+            if token_kind != "str":
+                return None
+            out.append(value)
+        elif kind == "i":
+            if token_kind != "word" or not re.fullmatch(r"[+-]?\d+", value):
+                return None
+            out.append(int(value))
+        elif kind == "b":
+            if token_kind != "word" or value.lower() not in ("true", "false"):
+                return None
+            out.append(value.lower() == "true")
+        elif kind == "o":
+            if token_kind != "op":
+                return None
+            out.append(value)
+    return out
+
+
+def parse_filter(text, reversed_scan=False):
+    """Parse a filter string (bytes) into a :class:`Filter`; raise :class:`FilterError`."""
+    if isinstance(text, str):
+        text = text.encode("utf-8")
+    tokens = _tokenize(text)
+    if not tokens:
+        raise FilterError("Incorrect Filter String")
+    depth = 0
+    for token in tokens:
+        if token == ("punct", "("):
+            depth += 1
+        elif token == ("punct", ")"):
+            depth -= 1
+            if depth < 0:
+                raise FilterError("Mismatched parenthesis")
+    if depth:
+        raise FilterError("Mismatched parenthesis")
+    parser = _Parser(tokens)
+    flt = parser.expr()
+    if parser.pos != len(tokens):
+        raise FilterError("Incorrect Filter String")
+    flt.set_reversed(reversed_scan)
+    return flt

@@ -1,0 +1,276 @@
+"""The gateway's Thrift server: a bounded thread pool, one worker per connection, as HBase's
+default ``TBoundedThreadPoolServer``.
+
+* Transports: buffered (HBase's default) or framed, whose frames may not exceed
+  ``max_frame_bytes`` (``hbase.regionserver.thrift.framed.max_frame_size_in_mb``, 2 MB);
+  protocols: binary (default) or compact.  A client must use the same pair.
+* A connection idle for ``idle_timeout_s`` between calls (or stalled inside one) is closed
+  (``hbase.thrift.server.socket.read.timeout``, 60 s).
+* At most ``max_workers`` connections are served at once; up to ``max_queued`` more wait; beyond
+  that new connections are closed at once ("the server starts dropping connections").
+* Garbage or truncated bytes end only the connection that sent them.
+* :meth:`GatewayServer.stop` (SIGTERM/SIGINT under :func:`serve`) stops accepting, lets calls in
+  flight finish and reply, closes idle connections, then returns; :func:`serve` closes the engine.
+* Only loopback addresses unless ``allow_remote``: the protocol has no authentication.
+"""
+
+import ipaddress
+import logging
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from thriftpy2.protocol import TCompactProtocolFactory, TCyBinaryProtocolFactory
+from thriftpy2.transport import TCyBufferedTransport, TTransportException
+
+from ..errors import InvalidArgument
+from .handler import GatewayProcessor, Hbase, HbaseHandler
+
+log = logging.getLogger(__name__)
+
+TRANSPORTS = ("buffered", "framed")
+PROTOCOLS = ("binary", "compact")
+MAX_BUFFERED_REQUEST = 256 * 1024 * 1024  # buffered mode has no frame limit; bound garbage anyway
+_POLL_S = 0.2  # how quickly an idle worker notices stop()
+
+
+def is_loopback(host):
+    """True when every address ``host`` resolves to is a loopback address."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
+
+
+class _ClientSocket:
+    """The byte stream under thriftpy2's transport for one connection.
+
+    It waits for the next request with short polls (so stop() and the idle timeout are noticed
+    without breaking a request half-read), removes framing and enforces the frame limit.
+    """
+
+    def __init__(self, sock, server):
+        self.sock, self.server = sock, server
+        self.framed = server.transport == "framed"
+        self.awaiting = True
+        self.frame_left = 0
+        self.request_bytes = 0
+        self.out = []
+        self.poller = select.poll()
+        self.poller.register(sock, select.POLLIN | select.POLLPRI)
+        sock.settimeout(server.idle_timeout_s)
+
+    def _wait_for_request(self):
+        deadline = time.monotonic() + self.server.idle_timeout_s
+        while True:
+            if self.server.stopping:
+                raise TTransportException(TTransportException.END_OF_FILE, "server stopping")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TTransportException(TTransportException.TIMED_OUT, "idle timeout")
+            if self.poller.poll(min(remaining, _POLL_S) * 1000):
+                break
+        self.awaiting = False
+        self.request_bytes = 0
+
+    def _recv(self, size):
+        try:
+            data = self.sock.recv(size)
+        except socket.timeout:
+            raise TTransportException(TTransportException.TIMED_OUT, "read timed out") from None
+        except OSError as exc:
+            raise TTransportException(TTransportException.END_OF_FILE, str(exc)) from None
+        if not data:
+            raise TTransportException(TTransportException.END_OF_FILE, "connection closed")
+        self.request_bytes += len(data)
+        if not self.framed and self.request_bytes > MAX_BUFFERED_REQUEST:
+            raise TTransportException(TTransportException.UNKNOWN, "request too large")
+        return data
+
+    def read(self, size):
+        if self.awaiting:
+            self._wait_for_request()
+        if not self.framed:
+            return self._recv(size)
+        if self.frame_left == 0:
+            header = b""
+            while len(header) < 4:
+                header += self._recv(4 - len(header))
+            frame = int.from_bytes(header, "big", signed=True)
+            if frame <= 0 or frame > self.server.max_frame_bytes:
+                raise TTransportException(TTransportException.UNKNOWN,
+                                          f"frame size {frame} outside 1..{self.server.max_frame_bytes}")
+            self.frame_left = frame
+        data = self._recv(min(size, self.frame_left))
+        self.frame_left -= len(data)
+        return data
+
+    def write(self, data):
+        self.out.append(data)
+
+    def flush(self):
+        data = b"".join(self.out)
+        self.out = []
+        if self.framed:
+            data = len(data).to_bytes(4, "big") + data
+        try:
+            self.sock.sendall(data)
+        except OSError as exc:
+            raise TTransportException(TTransportException.END_OF_FILE, str(exc)) from None
+
+    def is_open(self):
+        return True
+
+    def open(self):
+        pass
+
+    def close(self):
+        self.sock.close()
+
+
+class GatewayServer:
+    """A listening Thrift1 server over ``engine``.  Construct, then :meth:`serve_forever`."""
+
+    def __init__(self, engine, host="127.0.0.1", port=9090, transport="buffered", protocol="binary",
+                 allow_remote=False, max_frame_bytes=2 * 1024 * 1024, idle_timeout_s=60,
+                 max_workers=32, max_queued=1000):
+        if transport not in TRANSPORTS:
+            raise InvalidArgument(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
+        if protocol not in PROTOCOLS:
+            raise InvalidArgument(f"protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
+        if not isinstance(port, int) or not 0 <= port <= 65535:
+            raise InvalidArgument(f"port must be 0..65535, not {port!r}")
+        for label, value in (("max_frame_bytes", max_frame_bytes), ("idle_timeout_s", idle_timeout_s),
+                             ("max_workers", max_workers)):
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise InvalidArgument(f"{label} must be positive, not {value!r}")
+        if not isinstance(max_queued, int) or max_queued < 0:
+            raise InvalidArgument(f"max_queued must be >= 0, not {max_queued!r}")
+        if not allow_remote and not is_loopback(host):
+            raise InvalidArgument(f"refusing to listen on non-loopback address {host!r}: the Thrift "
+                                  "protocol has no authentication (pass allow_remote / --allow-remote)")
+        self.engine = engine
+        self.host, self.transport, self.protocol = host, transport, protocol
+        self.max_frame_bytes, self.idle_timeout_s = int(max_frame_bytes), float(idle_timeout_s)
+        self.max_workers, self.max_queued = int(max_workers), max_queued
+        self.stopping = False
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._open = set()  # accepted sockets not yet closed
+        self._listener = self._listen(host, port)
+        self.port = self._listener.getsockname()[1]
+        self.handler = HbaseHandler(engine, host, self.port)
+        self.processor = GatewayProcessor(Hbase, self.handler)
+        if protocol == "binary":
+            self._protocols = TCyBinaryProtocolFactory()
+        else:
+            self._protocols = TCompactProtocolFactory()
+
+    @staticmethod
+    def _listen(host, port):
+        try:
+            family, kind, proto, _name, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+            listener = socket.socket(family, kind, proto)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(address)
+            listener.listen(128)
+        except OSError as exc:
+            raise InvalidArgument(f"cannot listen on {host}:{port}: {exc}") from None
+        return listener
+
+    def serve_forever(self):
+        """Accept and serve connections until :meth:`stop`; then drain and return."""
+        pool = ThreadPoolExecutor(self.max_workers, thread_name_prefix="gateway")
+        pending = 0
+        try:
+            while not self.stopping:
+                ready, _, _ = select.select([self._listener], [], [], _POLL_S)
+                if not ready or self.stopping:
+                    continue
+                try:
+                    sock, _peer = self._listener.accept()
+                except OSError:
+                    continue
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                with self._lock:
+                    pending = len(self._open)
+                    if pending >= self.max_workers + self.max_queued:
+                        sock.close()
+                        log.warning("dropping connection: %d connections open", pending)
+                        continue
+                    self._open.add(sock)
+                pool.submit(self._serve_connection, sock)
+        finally:
+            self._listener.close()
+            pool.shutdown(wait=True, cancel_futures=True)
+            with self._lock:
+                leftovers, self._open = list(self._open), set()
+            for sock in leftovers:
+                sock.close()
+            self.handler.scanners.close_all()
+            self._stopped.set()
+
+    def _serve_connection(self, sock):
+        stream = _ClientSocket(sock, self)
+        proto = self._protocols.get_protocol(TCyBufferedTransport(stream))
+        try:
+            while not self.stopping:
+                stream.awaiting = True
+                self.processor.process(proto, proto)
+        except TTransportException:
+            pass
+        except Exception as exc:  # noqa: BLE001 - garbage on the wire ends this connection only
+            log.debug("closing connection after bad input: %r", exc)
+        finally:
+            with self._lock:
+                self._open.discard(sock)
+            sock.close()
+
+    def stop(self):
+        """Ask the server to stop (safe from a signal handler); serve_forever returns once drained."""
+        self.stopping = True
+
+    def wait_stopped(self, timeout=None):
+        return self._stopped.wait(timeout)
+
+
+def serve(engine_dir, host="127.0.0.1", port=9090, transport="buffered", protocol="binary",
+          allow_remote=False, max_frame_bytes=2 * 1024 * 1024, idle_timeout_s=60, max_workers=32,
+          ready_callback=None):
+    """Serve the engine in ``engine_dir`` until SIGTERM/SIGINT (or ``server.stop()``).
+
+    Prints ``serving embedded://DIR on HOST:PORT (transport/protocol)`` once listening (port 0
+    picks a free port and prints the real one), calls ``ready_callback(server)`` if given, and
+    closes the engine after the last call in flight has replied.
+    """
+    from ..engine import Engine
+
+    engine = Engine(engine_dir)
+    try:
+        server = GatewayServer(engine, host, port, transport, protocol, allow_remote, max_frame_bytes,
+                               idle_timeout_s, max_workers)
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                previous[signum] = signal.signal(signum, lambda *_: server.stop())
+        try:
+            print(f"serving embedded://{engine_dir} on {host}:{server.port} ({transport}/{protocol})",
+                  flush=True)
+            if ready_callback is not None:
+                ready_callback(server)
+            server.serve_forever()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        sys.stdout.flush()
+    finally:
+        engine.close()

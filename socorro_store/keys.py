@@ -1,0 +1,545 @@
+"""Every row-key and column layout of the store, each with its inverse.
+
+This module is the one place that knows how bytes are laid out; the domain modules (crashes,
+queue, counters) and the batch jobs (rollup, reconcile, expiry, verify-indexes) build and parse
+keys only through it.  All keys are ``bytes``; text parts are ASCII except signatures and hang ids
+(UTF-8).
+
+Crash ids
+    Socorro's format: ``xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxDYYMMDD``, lowercase hex, where ``D`` is a
+    depth digit and ``YYMMDD`` the submission date (it must be a real date).  The salt of a crash
+    is its first character (16 buckets, ``0``-``f``).
+
+Timestamps in keys
+    ``YYYY-MM-DDTHH:MM:SS.ffffff`` (26 ASCII bytes), UTC, no offset, always microseconds: fixed
+    width, so byte order is time order.  :func:`format_timestamp` / :func:`parse_key_timestamp`.
+
+Tables and row keys (``S`` = salt, ``T`` = 26-byte timestamp, ``ID`` = 36-byte crash id)::
+
+    crash_reports                               S + YYMMDD + ID            (43 bytes)
+    crash_reports_index_submitted_time          S + T + ID                 (63 bytes)
+    crash_reports_index_unprocessed_flag        S + T + ID                 standard queue
+                                                b"priority/" + S + T' + ID priority queue (T' =
+                                                                           time of the request)
+    crash_reports_index_legacy_unprocessed_flag S + T + ID                 legacy queue
+    crash_reports_index_legacy_submitted_time   S + T + ID
+    crash_reports_index_hang_id_submitted_time  S + T + ID
+    crash_reports_index_hang_id                 hang id (UTF-8)            as Socorro
+    crash_reports_index_signature_ooid          esc(signature) + 0x00 + T + ID
+    crash_report_signatures                     signature row (UTF-8; ``##empty##`` / ``##null##``)
+    metrics                                     ``yyyy`` | ``yyyy-mm`` | ``yyyy-mm-dd`` |
+                                                ``yyyy-mm-ddThh`` | ``yyyy-mm-ddThh:mm`` |
+                                                ``crash_report_queues``
+
+Priority rows live in the standard queue table under ``b"priority/"``: that prefix sorts after
+every salt character, so the 16 salted prefix scans of the standard queue never see them.
+
+The signature index differs from Socorro's ``signature + crash_id`` in two ways: (1) a 0x00
+separator ends the signature, so ``"foo"`` never matches rows of ``"foo::bar"``; signatures are
+escaped so they contain no 0x00 (0x01 -> 0x01 0x01, 0x00 -> 0x01 0x02; injective, and
+0x00-free); (2) the submitted time precedes the crash id, so "signature S between T1 and T2" is
+one range scan ``[esc(S) 00 T1, esc(S) 00 T2)``.  The rows of one hot signature are contiguous,
+as in Socorro; the time component spreads them in time order.
+
+Columns (``family:qualifier``)::
+
+    crash_reports   flags:processed (b"N" / b"Y"), flags:legacy_processing (b"0"/b"1"/b"2"),
+                    flags:priority_processing (the pending priority request's timestamp T'),
+                    ids:ooid, ids:hang, meta_data:json, raw_data:<dump name> (``dump`` for
+                    ``upload_file_minidump``), timestamps:submitted (T), timestamps:processed (T),
+                    processed_data:json, processed_data:signature
+    time indexes    ids:ooid (the crash id); queue rows also processor_state:claim (msgpack, see
+                    :mod:`socorro_store.queue`), processor_state:name, processor_state:post_timestamp
+    hang_id         ids:ooid:<ProcessType> -> crash id; ids:paired (marker, pair counted once)
+    hang_id_submitted_time   ids:ooid, ids:hang
+    signature_ooid  ids:ooid
+    metrics         counters:<name> (8-byte big-endian signed)
+    crash_report_signatures  counters:hourly_yyyy-mm-ddThh, counters:daily_yyyy-mm-dd,
+                             counters:monthly_yyyy-mm, counters:yearly_yyyy
+"""
+
+import re
+import struct
+from datetime import date, datetime, timedelta, timezone
+
+from .errors import InvalidArgument, InvalidCrashID
+
+SALTS = "0123456789abcdef"
+CRASH_ID_RE = re.compile(r"^[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{6}[0-9]{6}$")
+CRASH_ID_LEN = 36
+TIMESTAMP_LEN = 26
+_TIMESTAMP_RE = re.compile(rb"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$")
+MAX_KEY_PART = 16 * 1024  # a signature or hang id longer than this is refused (row keys <= 32767)
+
+# -- tables ----------------------------------------------------------------------------------
+CRASH_REPORTS = "crash_reports"
+SUBMITTED_TIME = "crash_reports_index_submitted_time"
+UNPROCESSED_FLAG = "crash_reports_index_unprocessed_flag"
+LEGACY_UNPROCESSED_FLAG = "crash_reports_index_legacy_unprocessed_flag"
+LEGACY_SUBMITTED_TIME = "crash_reports_index_legacy_submitted_time"
+HANG_ID = "crash_reports_index_hang_id"
+HANG_ID_SUBMITTED_TIME = "crash_reports_index_hang_id_submitted_time"
+SIGNATURE_OOID = "crash_reports_index_signature_ooid"
+METRICS = "metrics"
+SIGNATURES = "crash_report_signatures"
+#: Every table the crash store writes, index tables first (the order of the writes).
+CRASH_TABLES = (SUBMITTED_TIME, UNPROCESSED_FLAG, LEGACY_UNPROCESSED_FLAG, LEGACY_SUBMITTED_TIME,
+                HANG_ID, HANG_ID_SUBMITTED_TIME, SIGNATURE_OOID, CRASH_REPORTS, METRICS, SIGNATURES)
+
+# -- columns ---------------------------------------------------------------------------------
+COL_PROCESSED = b"flags:processed"
+COL_LEGACY = b"flags:legacy_processing"
+COL_PRIORITY = b"flags:priority_processing"
+COL_OOID = b"ids:ooid"
+COL_HANG = b"ids:hang"
+COL_META = b"meta_data:json"
+COL_SUBMITTED = b"timestamps:submitted"
+COL_PROCESSED_AT = b"timestamps:processed"
+COL_PROCESSED_JSON = b"processed_data:json"
+COL_SIGNATURE = b"processed_data:signature"
+FAMILY_RAW = b"raw_data"
+COL_CLAIM = b"processor_state:claim"
+COL_CLAIM_NAME = b"processor_state:name"
+COL_CLAIM_POSTED = b"processor_state:post_timestamp"
+COL_PAIRED = b"ids:paired"
+FAMILY_COUNTERS = b"counters"
+
+# -- crash ids -------------------------------------------------------------------------------
+
+def validate_crash_id(crash_id):
+    """Return ``crash_id`` if it is in Socorro's format with a real date; else raise InvalidCrashID."""
+    if not isinstance(crash_id, str) or not CRASH_ID_RE.match(crash_id):
+        raise InvalidCrashID(f"not a Socorro crash id: {crash_id!r}")
+    try:
+        crash_date(crash_id)
+    except ValueError:
+        raise InvalidCrashID(f"crash id {crash_id!r} ends in an impossible date") from None
+    return crash_id
+
+
+def crash_date(crash_id):
+    """The submission date encoded in the last six characters (YYMMDD, 20YY)."""
+    tail = crash_id[-6:]
+    return date(2000 + int(tail[:2]), int(tail[2:4]), int(tail[4:]))
+
+
+def crash_depth(crash_id):
+    """The depth digit (7th character from the end)."""
+    return int(crash_id[-7])
+
+
+def salt(crash_id):
+    """The salt byte of a crash: its first character."""
+    return crash_id[0].encode("ascii")
+
+
+def crash_row_key(crash_id):
+    """crash_reports row key: ``salt + YYMMDD + crash_id``."""
+    validate_crash_id(crash_id)
+    return (crash_id[0] + crash_id[-6:] + crash_id).encode("ascii")
+
+
+def crash_id_from_row_key(key):
+    """Inverse of :func:`crash_row_key`; raises InvalidArgument for a malformed key."""
+    if not isinstance(key, bytes) or len(key) != 7 + CRASH_ID_LEN:
+        raise InvalidArgument(f"not a crash_reports row key: {key!r}")
+    crash_id = key[7:].decode("ascii", "replace")
+    validate_crash_id(crash_id)
+    if crash_row_key(crash_id) != key:
+        raise InvalidArgument(f"crash_reports row key does not match its crash id: {key!r}")
+    return crash_id
+
+
+def day_prefix(salt_char, day):
+    """crash_reports prefix of one salt and one day (``salt + YYMMDD``)."""
+    return (salt_char + day.strftime("%y%m%d")).encode("ascii")
+
+# -- timestamps ------------------------------------------------------------------------------
+
+def parse_timestamp(value, what="timestamp"):
+    """An aware UTC datetime from a datetime or an ISO 8601 string; InvalidArgument otherwise.
+
+    Naive values are taken as UTC; values with an offset are converted to UTC.  A trailing ``Z``
+    is accepted (Python 3.10's ``fromisoformat`` does not).
+    """
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise InvalidArgument(f"{what} is not ISO 8601: {value!r}") from None
+    elif isinstance(value, date):
+        moment = datetime(value.year, value.month, value.day)
+    else:
+        raise InvalidArgument(f"{what} must be an ISO 8601 string or a datetime, not {type(value).__name__}")
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
+def format_timestamp(moment):
+    """The fixed-width key form of a time: ``YYYY-MM-DDTHH:MM:SS.ffffff`` (UTC, 26 bytes)."""
+    moment = parse_timestamp(moment)
+    if moment.year < 1000:
+        raise InvalidArgument(f"timestamp before year 1000: {moment!r}")
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f").encode("ascii")
+
+
+def parse_key_timestamp(raw):
+    """Inverse of :func:`format_timestamp`: an aware UTC datetime."""
+    if not isinstance(raw, bytes) or not _TIMESTAMP_RE.match(raw):
+        raise InvalidArgument(f"not a key timestamp: {raw!r}")
+    return datetime.strptime(raw.decode("ascii"), "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=timezone.utc)
+
+# -- salted time indexes (submitted_time, queues, legacy_*, hang_id_submitted_time) -----------
+
+PRIORITY_PREFIX = b"priority/"
+
+
+def time_index_key(crash_id, moment):
+    """``salt + T + crash_id``: a time-ordered row within the crash's salt bucket."""
+    validate_crash_id(crash_id)
+    return salt(crash_id) + format_timestamp(moment) + crash_id.encode("ascii")
+
+
+def parse_time_index_key(key):
+    """Inverse of :func:`time_index_key`: ``(crash_id, aware UTC datetime)``."""
+    if not isinstance(key, bytes) or len(key) != 1 + TIMESTAMP_LEN + CRASH_ID_LEN:
+        raise InvalidArgument(f"not a time index row key: {key!r}")
+    crash_id = validate_crash_id(key[1 + TIMESTAMP_LEN:].decode("ascii", "replace"))
+    if key[:1] != salt(crash_id):
+        raise InvalidArgument(f"time index key salt does not match its crash id: {key!r}")
+    return crash_id, parse_key_timestamp(key[1:1 + TIMESTAMP_LEN])
+
+
+def time_index_range(salt_char, start=None, end=None):
+    """``(start, stop)`` row bounds of one salt bucket for times in ``[start, end)``."""
+    low = salt_char.encode("ascii") + (format_timestamp(start) if start is not None else b"")
+    if end is not None:
+        high = salt_char.encode("ascii") + format_timestamp(end)
+    else:
+        high = bytes([ord(salt_char) + 1])
+    return low, high
+
+
+def priority_key(crash_id, requested):
+    """Priority queue row: ``b"priority/" + salt + T' + crash_id`` (T' = time of the request)."""
+    return PRIORITY_PREFIX + time_index_key(crash_id, requested)
+
+
+def parse_priority_key(key):
+    """Inverse of :func:`priority_key`: ``(crash_id, request time)``."""
+    if not isinstance(key, bytes) or not key.startswith(PRIORITY_PREFIX):
+        raise InvalidArgument(f"not a priority queue row key: {key!r}")
+    return parse_time_index_key(key[len(PRIORITY_PREFIX):])
+
+# -- signatures ------------------------------------------------------------------------------
+
+EMPTY_SIGNATURE = "##empty##"
+NULL_SIGNATURE = "##null##"
+SIGNATURE_SEPARATOR = b"\x00"
+
+
+def signature_name(signature):
+    """The stored name of a processor's signature: ``##null##`` for None, ``##empty##`` for ""."""
+    if signature is None:
+        return NULL_SIGNATURE
+    if not isinstance(signature, str):
+        raise InvalidArgument(f"signature must be a string or None, not {type(signature).__name__}")
+    return signature if signature else EMPTY_SIGNATURE
+
+
+def signature_row(signature):
+    """crash_report_signatures row key (UTF-8 of :func:`signature_name`)."""
+    raw = signature_name(signature).encode("utf-8", "surrogatepass")
+    if len(raw) > MAX_KEY_PART:
+        raise InvalidArgument(f"signature longer than {MAX_KEY_PART} bytes")
+    return raw
+
+
+def signature_from_row(row):
+    """Inverse of :func:`signature_row`: the stored name (special values stay as they are)."""
+    return row.decode("utf-8", "surrogatepass")
+
+
+def escape_signature(raw):
+    """Make ``raw`` free of 0x00 (0x01 -> 0x01 0x01, 0x00 -> 0x01 0x02); injective."""
+    return raw.replace(b"\x01", b"\x01\x01").replace(b"\x00", b"\x01\x02")
+
+
+def unescape_signature(escaped):
+    out, i = bytearray(), 0
+    while i < len(escaped):
+        byte = escaped[i]
+        if byte == 1:
+            nxt = escaped[i + 1:i + 2]
+            if nxt == b"\x01":
+                out.append(1)
+            elif nxt == b"\x02":
+                out.append(0)
+            else:
+                raise InvalidArgument(f"bad escape in signature key: {escaped!r}")
+            i += 2
+        elif byte == 0:
+            raise InvalidArgument(f"unescaped 0x00 in signature key: {escaped!r}")
+        else:
+            out.append(byte)
+            i += 1
+    return bytes(out)
+
+
+def signature_prefix(signature):
+    """Every signature-index row of ``signature`` starts with this (esc(name) + 0x00)."""
+    return escape_signature(signature_row(signature)) + SIGNATURE_SEPARATOR
+
+
+def signature_index_key(signature, moment, crash_id):
+    """``esc(signature name) + 0x00 + T + crash_id``."""
+    validate_crash_id(crash_id)
+    return signature_prefix(signature) + format_timestamp(moment) + crash_id.encode("ascii")
+
+
+def parse_signature_index_key(key):
+    """Inverse of :func:`signature_index_key`: ``(signature name, time, crash_id)``."""
+    if not isinstance(key, bytes) or len(key) < 1 + TIMESTAMP_LEN + CRASH_ID_LEN + 1:
+        raise InvalidArgument(f"not a signature index row key: {key!r}")
+    head, tail = key[:-(TIMESTAMP_LEN + CRASH_ID_LEN)], key[-(TIMESTAMP_LEN + CRASH_ID_LEN):]
+    if not head.endswith(SIGNATURE_SEPARATOR):
+        raise InvalidArgument(f"signature index key lacks its separator: {key!r}")
+    name = signature_from_row(unescape_signature(head[:-1]))
+    crash_id = validate_crash_id(tail[TIMESTAMP_LEN:].decode("ascii", "replace"))
+    return name, parse_key_timestamp(tail[:TIMESTAMP_LEN]), crash_id
+
+
+def signature_index_range(signature, start=None, end=None):
+    """``(start, stop)`` bounds of "signature between start and end" (end exclusive)."""
+    prefix = signature_prefix(signature)
+    low = prefix + (format_timestamp(start) if start is not None else b"")
+    high = prefix + format_timestamp(end) if end is not None else prefix[:-1] + b"\x01"
+    return low, high
+
+# -- hang index ------------------------------------------------------------------------------
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+
+
+def hang_row_key(hang_id):
+    """crash_reports_index_hang_id row: the hang id itself, as Socorro."""
+    if not isinstance(hang_id, str) or not hang_id:
+        raise InvalidArgument(f"hang id must be a non-empty string: {hang_id!r}")
+    raw = hang_id.encode("utf-8", "surrogatepass")
+    if len(raw) > MAX_KEY_PART:
+        raise InvalidArgument(f"hang id longer than {MAX_KEY_PART} bytes")
+    return raw
+
+
+def hang_id_from_row_key(row):
+    return row.decode("utf-8", "surrogatepass")
+
+
+def validate_process_type(process_type):
+    """A ProcessType value usable in a column name (letters, digits, ``_.-``)."""
+    if not isinstance(process_type, str) or not _NAME_RE.match(process_type):
+        raise InvalidArgument(f"bad ProcessType: {process_type!r}")
+    return process_type
+
+
+def hang_column(process_type):
+    """``ids:ooid:<ProcessType>``: the side of a hang pair in the hang-id row."""
+    return b"ids:ooid:" + validate_process_type(process_type).encode("ascii")
+
+
+def process_type_from_hang_column(column):
+    if not column.startswith(b"ids:ooid:") or len(column) == len(b"ids:ooid:"):
+        raise InvalidArgument(f"not a hang column: {column!r}")
+    return column[len(b"ids:ooid:"):].decode("ascii")
+
+# -- dumps -----------------------------------------------------------------------------------
+
+DEFAULT_DUMP = "upload_file_minidump"
+
+
+def validate_dump_name(name):
+    """A dump name from the submission form: letters, digits, ``_.-``, at most 128; not "dump"."""
+    if not isinstance(name, str) or not _NAME_RE.match(name) or name == "dump":
+        raise InvalidArgument(f"bad dump name: {name!r}")
+    return name
+
+
+def dump_column(name):
+    """``raw_data:dump`` for ``upload_file_minidump`` (as Socorro), else ``raw_data:<name>``."""
+    name = validate_dump_name(name)
+    return FAMILY_RAW + b":" + (b"dump" if name == DEFAULT_DUMP else name.encode("ascii"))
+
+
+def dump_name_from_column(column):
+    """Inverse of :func:`dump_column`."""
+    family, _, qualifier = column.partition(b":")
+    if family != FAMILY_RAW or not qualifier:
+        raise InvalidArgument(f"not a dump column: {column!r}")
+    return DEFAULT_DUMP if qualifier == b"dump" else qualifier.decode("ascii")
+
+# -- metrics and signature counters ----------------------------------------------------------
+
+#: Time levels, finest first: (name, metrics row format, signature counter column prefix).
+LEVELS = ("minute", "hour", "day", "month", "year")
+_METRICS_FORMATS = {"minute": "%Y-%m-%dT%H:%M", "hour": "%Y-%m-%dT%H", "day": "%Y-%m-%d",
+                    "month": "%Y-%m", "year": "%Y"}
+_METRICS_RE = {"minute": r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}", "hour": r"\d{4}-\d{2}-\d{2}T\d{2}",
+               "day": r"\d{4}-\d{2}-\d{2}", "month": r"\d{4}-\d{2}", "year": r"\d{4}"}
+QUEUE_ROW = b"crash_report_queues"
+#: Signature counter levels (the wiki has no per-minute signature column).
+SIGNATURE_LEVELS = {"hour": "hourly_", "day": "daily_", "month": "monthly_", "year": "yearly_"}
+
+
+def metrics_row(moment, level):
+    """The metrics row of ``moment``'s interval at ``level`` (e.g. ``b"2016-09-18T12"``)."""
+    if level not in _METRICS_FORMATS:
+        raise InvalidArgument(f"unknown level {level!r}: expected one of {', '.join(LEVELS)}")
+    return parse_timestamp(moment).strftime(_METRICS_FORMATS[level]).encode("ascii")
+
+
+def metrics_rows(moment):
+    """``{level: row}`` for the five levels of ``moment``."""
+    moment = parse_timestamp(moment)
+    return {level: moment.strftime(fmt).encode("ascii") for level, fmt in _METRICS_FORMATS.items()}
+
+
+def parse_metrics_row(row):
+    """Inverse of :func:`metrics_row`: ``(level, start of interval)``, or ``("queues", None)``.
+
+    Raises InvalidArgument for anything that is not a metrics row (including impossible dates).
+    """
+    if isinstance(row, str):
+        row = row.encode("utf-8")
+    if row == QUEUE_ROW:
+        return "queues", None
+    text = row.decode("ascii", "replace")
+    for level in LEVELS:
+        if re.fullmatch(_METRICS_RE[level], text):
+            try:
+                start = datetime.strptime(text, _METRICS_FORMATS[level]).replace(tzinfo=timezone.utc)
+            except ValueError:
+                break
+            return level, start
+    raise InvalidArgument(f"not a metrics row: {row!r} (yyyy, yyyy-mm, yyyy-mm-dd, yyyy-mm-ddThh, "
+                          "yyyy-mm-ddThh:mm or crash_report_queues)")
+
+
+def interval_end(level, start):
+    """End (exclusive) of the interval of ``level`` starting at ``start``."""
+    if level == "minute":
+        return start + timedelta(minutes=1)
+    if level == "hour":
+        return start + timedelta(hours=1)
+    if level == "day":
+        return start + timedelta(days=1)
+    if level == "month":
+        return start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
+    return start.replace(year=start.year + 1)
+
+
+def counter_column(name):
+    """``counters:<name>`` of a metrics counter."""
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise InvalidArgument(f"bad counter name: {name!r}")
+    return FAMILY_COUNTERS + b":" + name.encode("ascii")
+
+
+def signature_counter_columns(moment):
+    """``{level: b"counters:hourly_yyyy-mm-ddThh"…}`` for hour, day, month and year."""
+    rows = metrics_rows(moment)
+    return {level: FAMILY_COUNTERS + b":" + prefix.encode("ascii") + rows[level]
+            for level, prefix in SIGNATURE_LEVELS.items()}
+
+
+def parse_signature_counter_column(column):
+    """Inverse of :func:`signature_counter_columns`: ``(level, interval start)``."""
+    family, _, qualifier = column.partition(b":")
+    if family != FAMILY_COUNTERS:
+        raise InvalidArgument(f"not a signature counter column: {column!r}")
+    for level, prefix in SIGNATURE_LEVELS.items():
+        if qualifier.startswith(prefix.encode("ascii")):
+            found, start = parse_metrics_row(qualifier[len(prefix):])
+            if found == level:
+                return level, start
+    raise InvalidArgument(f"not a signature counter column: {column!r}")
+
+
+_COUNTER = struct.Struct(">q")
+
+
+def encode_counter(value):
+    """8-byte big-endian signed integer, as HBase stores counters."""
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**63) <= value < 2**63:
+        raise InvalidArgument(f"counter value must be a 64-bit int: {value!r}")
+    return _COUNTER.pack(value)
+
+
+def decode_counter(raw):
+    """Inverse of :func:`encode_counter`; InvalidArgument for a cell that is not 8 bytes."""
+    if not isinstance(raw, bytes) or len(raw) != 8:
+        raise InvalidArgument(f"not a counter cell: {raw!r}")
+    return _COUNTER.unpack(raw)[0]
+
+# -- jobs table (batch-job runs; added by the jobs/rollup issue) ----------------------------------
+#
+#   jobs    b"run:" + job name + b":" + run id     one run record (family run, log)
+#           b"lease:" + job name                   the one-live-run-per-job lease (family lease)
+#
+# Job names are ``[a-z0-9_-]`` (no ``:``), run ids are ``YYYYMMDDTHHMMSSfffZ-xxxxxx`` (UTC start
+# time + 6 random hex), so the runs of one job sort by start time and the newest is the last row.
+
+JOBS = "jobs"
+_JOB_NAME_RE = re.compile(r"^[a-z0-9_\-]{1,64}$")
+_RUN_ID_RE = re.compile(r"^\d{8}T\d{9}Z-[0-9a-f]{6}$")
+COL_LEASE = b"lease:holder"
+
+
+def validate_job_name(name):
+    """A job name: 1-64 of ``a-z 0-9 _ -``; InvalidArgument otherwise."""
+    if not isinstance(name, str) or not _JOB_NAME_RE.match(name):
+        raise InvalidArgument(f"bad job name {name!r}: expected 1-64 of a-z, 0-9, '_', '-'")
+    return name
+
+
+def validate_run_id(run_id):
+    """A run id as made by :func:`new_run_id`; InvalidArgument otherwise."""
+    if not isinstance(run_id, str) or not _RUN_ID_RE.match(run_id):
+        raise InvalidArgument(f"bad run id {run_id!r}: expected YYYYMMDDTHHMMSSfffZ-xxxxxx")
+    return run_id
+
+
+def new_run_id(now_ms, random_hex):
+    """``YYYYMMDDTHHMMSSfffZ-xxxxxx`` from a start time in ms and 6 random hex characters."""
+    moment = datetime.fromtimestamp(now_ms / 1000, tz=timezone.utc)
+    return validate_run_id(moment.strftime("%Y%m%dT%H%M%S") + f"{now_ms % 1000:03d}Z-{random_hex}")
+
+
+def job_run_prefix(job=None):
+    """Prefix of every run row (of one job when ``job`` is given)."""
+    return b"run:" + (validate_job_name(job).encode("ascii") + b":" if job is not None else b"")
+
+
+def job_run_key(job, run_id):
+    """``run:<job>:<run id>``."""
+    return job_run_prefix(job) + validate_run_id(run_id).encode("ascii")
+
+
+def parse_job_run_key(key):
+    """Inverse of :func:`job_run_key`: ``(job, run id)``."""
+    if not isinstance(key, bytes) or not key.startswith(b"run:"):
+        raise InvalidArgument(f"not a job run key: {key!r}")
+    job, sep, run_id = key[4:].decode("ascii", "replace").partition(":")
+    if not sep:
+        raise InvalidArgument(f"not a job run key: {key!r}")
+    return validate_job_name(job), validate_run_id(run_id)
+
+
+def job_lease_key(job):
+    """``lease:<job>``."""
+    return b"lease:" + validate_job_name(job).encode("ascii")

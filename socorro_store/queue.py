@@ -1,0 +1,181 @@
+"""The processing queues: salted merged scans and claims with leases.
+
+Three queues, each a salted time index whose rows point at crashes (``ids:ooid``):
+
+=========  ==============================================  ====================================
+queue      table                                           row key (:mod:`socorro_store.keys`)
+=========  ==============================================  ====================================
+standard   crash_reports_index_unprocessed_flag            salt + submitted time + crash id
+legacy     crash_reports_index_legacy_unprocessed_flag     salt + submitted time + crash id
+priority   crash_reports_index_unprocessed_flag            ``priority/`` + salt + request time + id
+=========  ==============================================  ====================================
+
+Taking work (:func:`take`) merges the 16 salt buckets with :func:`heapq.merge` over 16 paged
+scans, so crash ids come out in submission (or request) order while memory holds at most one page
+per bucket.
+
+Claims live in the queue row's ``processor_state`` family (5 versions keep the claim history):
+
+* ``processor_state:claim`` — msgpack map ``{"processor": str, "claimed": ms, "expires": ms}``;
+  an unclaimed row holds :data:`UNCLAIMED` (msgpack ``{}``), written with the pointer itself;
+* ``processor_state:name`` / ``processor_state:post_timestamp`` — Socorro's columns, for humans.
+
+A processor claims a row with ``check_and_put`` on ``processor_state:claim`` expecting the exact
+value it read (the unclaimed marker or an expired claim).  Exactly one processor wins a race.
+Because the expected value is never empty, a row deleted (processed) after the scan read it cannot
+be claimed again: the check fails on the missing cell instead of re-creating the row.  A claim
+whose lease expired (a processor died) is taken over the same way, so dead processors' crashes
+come back after ``lease_seconds``.  Saving the processed crash deletes the queue rows.
+"""
+
+import heapq
+import itertools
+import os
+import socket
+import threading
+import time
+from datetime import datetime, timezone
+
+import msgpack
+
+from .errors import InvalidArgument
+from .keys import (COL_CLAIM, COL_CLAIM_NAME, COL_CLAIM_POSTED, COL_OOID, CRASH_REPORTS,
+                   LEGACY_UNPROCESSED_FLAG, PRIORITY_PREFIX, SALTS, UNPROCESSED_FLAG, crash_row_key,
+                   format_timestamp)
+
+#: queue name -> (table, row prefix before the salt)
+QUEUES = {
+    "standard": (UNPROCESSED_FLAG, b""),
+    "legacy": (LEGACY_UNPROCESSED_FLAG, b""),
+    "priority": (UNPROCESSED_FLAG, PRIORITY_PREFIX),
+}
+UNCLAIMED = msgpack.packb({})
+DEFAULT_LEASE_SECONDS = 300
+DEFAULT_PAGE_SIZE = 256
+
+
+def queue_table(queue):
+    """``(table, prefix)`` of a queue name; InvalidArgument for an unknown one."""
+    try:
+        return QUEUES[queue]
+    except (KeyError, TypeError):
+        raise InvalidArgument(f"unknown queue {queue!r}: expected standard, legacy or priority") from None
+
+
+def pointer_puts(crash_id):
+    """The cells of a new queue row: the pointer and the unclaimed marker."""
+    return {COL_OOID: crash_id.encode("ascii"), COL_CLAIM: UNCLAIMED}
+
+
+def encode_claim(processor_id, claimed_ms, expires_ms):
+    return msgpack.packb({"processor": processor_id, "claimed": claimed_ms, "expires": expires_ms})
+
+
+def decode_claim(raw):
+    """The claim map of a cell (``{}`` for unclaimed or unreadable)."""
+    if not raw:
+        return {}
+    try:
+        claim = msgpack.unpackb(raw)
+    except Exception:  # a foreign value: treat as unclaimed-but-unmatchable by expiry 0
+        return {"processor": None, "claimed": 0, "expires": 0}
+    return claim if isinstance(claim, dict) else {}
+
+
+def default_processor_id():
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
+def merged_scan(backend, table, prefix=b"", columns=None, start=None, end=None,
+                page_size=DEFAULT_PAGE_SIZE):
+    """Rows of the 16 salt buckets under ``prefix``, merged in (time, crash id) order.
+
+    ``start``/``end`` bound the time part (``end`` exclusive).  Each bucket is one paged scan;
+    :func:`heapq.merge` pulls one row at a time from each, so memory stays within 16 pages.
+    """
+    iterators = []
+    for salt_char in SALTS:
+        base = prefix + salt_char.encode("ascii")
+        low = base + (format_timestamp(start) if start is not None else b"")
+        high = base + format_timestamp(end) if end is not None else base[:-1] + bytes([base[-1] + 1])
+        iterators.append(backend.scan(table, start=low, stop=high, columns=columns,
+                                      page_size=page_size))
+    skip = len(prefix) + 1
+    return heapq.merge(*iterators, key=lambda item: item[0][skip:])
+
+
+def take(backend, limit=None, queue="standard", processor_id=None, lease_seconds=DEFAULT_LEASE_SECONDS,
+         page_size=DEFAULT_PAGE_SIZE):
+    """Claim crashes from ``queue`` in order; return an iterator of crash ids.
+
+    Arguments are validated now; rows are scanned and claimed lazily as the caller iterates, and
+    a caller that stops iterating claims nothing more.  ``limit`` caps the number of claims.
+    """
+    table, prefix = queue_table(queue)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InvalidArgument(f"limit must be a non-negative int or None: {limit!r}")
+    if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, (int, float)) or not lease_seconds > 0:
+        raise InvalidArgument(f"lease_seconds must be a positive number: {lease_seconds!r}")
+    if processor_id is None:
+        processor_id = default_processor_id()
+    elif not isinstance(processor_id, str) or not processor_id:
+        raise InvalidArgument(f"processor_id must be a non-empty string: {processor_id!r}")
+    if limit is not None:
+        page_size = max(1, min(page_size, limit * 2))
+    return _take(backend, table, prefix, limit, processor_id, lease_seconds, page_size)
+
+
+def _take(backend, table, prefix, limit, processor_id, lease_seconds, page_size):
+    if limit == 0:
+        return
+    claimed = 0
+    rows = merged_scan(backend, table, prefix, columns=[COL_OOID, COL_CLAIM], page_size=page_size)
+    rows = ((row, cells) for row, cells in rows if cells.get(COL_OOID))  # half-deleted: repair's job
+    for row, cells in with_crash_rows(backend, rows, lambda item: item[1][COL_OOID], page_size):
+        crash_id = cells[COL_OOID]
+        current = cells.get(COL_CLAIM)
+        now_ms = int(time.time() * 1000)
+        if current is not None and decode_claim(current).get("expires", 0) > now_ms:
+            continue  # held by a live lease
+        claim = encode_claim(processor_id, now_ms, now_ms + int(lease_seconds * 1000))
+        puts = {COL_CLAIM: claim, COL_CLAIM_NAME: processor_id.encode("utf-8"),
+                COL_CLAIM_POSTED: format_timestamp(datetime.now(timezone.utc))}
+        if backend.check_and_put(table, row, COL_CLAIM, current, puts):
+            claimed += 1
+            yield crash_id.decode("ascii")
+            if limit is not None and claimed >= limit:
+                return
+
+
+def with_crash_rows(backend, items, crash_id_of, chunk=DEFAULT_PAGE_SIZE):
+    """Pass through the items whose crash row exists, checking ``chunk`` of them per call.
+
+    Pointers are written before the crash row, so a reader can meet a pointer whose crash is
+    still being written (or whose write failed): such pointers are skipped, never claimed.
+    """
+    while True:
+        batch = list(itertools.islice(items, chunk))
+        if not batch:
+            return
+        keyed = [(_crash_row(crash_id_of(item)), item) for item in batch]
+        keyed = [(row, item) for row, item in keyed if row is not None]
+        found = backend.get_rows(CRASH_REPORTS, [row for row, _item in keyed], columns=[COL_OOID])
+        for row, item in keyed:
+            if row in found:
+                yield item
+
+
+def _crash_row(crash_id):
+    """The crash row key of a pointer's crash id; None for a pointer that holds garbage."""
+    try:
+        return crash_row_key(crash_id.decode("ascii") if isinstance(crash_id, bytes) else crash_id)
+    except (InvalidArgument, UnicodeDecodeError):
+        return None
+
+
+def claim_of(backend, table, row):
+    """The current claim map of a queue row, or None when the row does not exist."""
+    cells = backend.get_row(table, row, columns=[COL_OOID, COL_CLAIM])
+    if not cells:
+        return None
+    return decode_claim(cells.get(COL_CLAIM))

@@ -1,0 +1,507 @@
+"""Roll-up: exact counters for closed intervals, recomputed from the crash rows, as puts.
+
+Live counters (:mod:`socorro_store.counters`) are fast but may drift: increments are never
+retried, a process can die between writes, a reprocessed crash can count twice.  The roll-up makes
+them exact for every *closed* interval (one whose end is at or before the cutoff,
+``min(until, now - grace)``, floored to the minute).
+
+Source of truth: the crash rows, reached through the ``submitted_time`` index (its pointer is
+written before the crash row; a pointer without a crash row, or whose time differs from the crash
+row's, is skipped; a crash row without its pointer is what ``verify-indexes --repair`` restores).
+For each crash, with its submitted time ``T``:
+
+* ``submitted_crash_reports``, ``…_legacy_throttle_N``, ``submitted_oop_<ProcessType>_crash_reports``
+  and, if processed with ``##null##`` signature or ``success`` False, ``crash_report_processing_errors``
+  count at the minute of ``T``;
+* a hang pair counts once, at the minute of the later-submitted side, when the hang-id row lists
+  two or more sides whose crash rows exist;
+* a processed crash counts in its signature's ``hourly_``/``daily_`` columns;
+* ``unique_crash_signatures`` = distinct signatures of processed crashes in the hour and the day.
+
+Coarser levels come from the level below: hours sum minutes, days sum hours, months sum day rows
+and ``daily_`` columns, years sum month rows and ``monthly_`` columns; a month's (year's) unique
+count is the number of signatures whose ``monthly_`` (``yearly_``) value is positive.  When the
+finer signature columns were already expired, the month (year) is recounted from the crash rows.
+
+Writes: every exact value is compared with the live cell; only differing cells are written (puts)
+and derived counters with no recount are deleted, so a rerun writes no counter and each counter
+key is written at most once per run.  Each difference is drift: counted and reported.  Counters
+not derived from crashes (``<product>_active_installations``) are left alone.
+
+Marks (``metrics`` family ``timestamps``): ``timestamps:rolled_up`` (UTC time of the run) on every
+rolled-up hour, day, month and year row (a minute row is covered by its hour's mark), and on day,
+month and year rows ``timestamps:rollup_digest``, a hash of their derived counters as written.
+
+Which days are recomputed: from the earliest crash on the first run; afterwards the days since the
+previous successful run's cutoff minus ``lookback_days`` (late crashes, processing lag), plus every
+older day whose live counters no longer match its digest (a late crash or a drifted counter
+changed it since).  ``since`` forces a full recompute from a date.  A late crash whose increment
+was lost and that lands more than ``lookback_days`` late is counted by a run with ``since``.
+
+Race: an increment landing between the recount of a closed interval and its put is overwritten;
+that needs a crash submitted before the cutoff to arrive during the run (a spooling collector).
+The next run, within ``lookback_days``, counts it.
+"""
+
+import collections
+import hashlib
+import json
+from datetime import datetime, timedelta, timezone
+
+from . import counters, jobs
+from . import keys as K
+from .backends.base import RowMutation
+from .errors import InvalidArgument
+
+JOB = "rollup"
+DEFAULT_GRACE_S = 3600
+DEFAULT_LOOKBACK_DAYS = 2
+COL_ROLLED_UP = b"timestamps:rolled_up"
+COL_DIGEST = b"timestamps:rollup_digest"
+COL_SIG_DAYS_EXPIRED = b"timestamps:expired_signature_days"
+COL_SIG_MONTHS_EXPIRED = b"timestamps:expired_signature_months"
+_CRASH_COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_HANG, K.COL_SIGNATURE, K.COL_META, K.COL_PROCESSED_JSON]
+_PAGE = 500
+UTC = timezone.utc
+
+
+def is_derived(name):
+    """True for the metrics counters the roll-up recomputes from the crash rows."""
+    return (name in (counters.SUBMITTED, counters.HANG_PAIRS, counters.PROCESSING_ERRORS,
+                     counters.UNIQUE_SIGNATURES)
+            or name.startswith("submitted_crash_reports_legacy_throttle_")
+            or (name.startswith("submitted_oop_") and name.endswith("_crash_reports")))
+
+
+def cutoff_of(until=None, grace_s=DEFAULT_GRACE_S, now=None):
+    """End of the closed intervals: ``min(until, now - grace)``, floored to the minute."""
+    if isinstance(grace_s, bool) or not isinstance(grace_s, (int, float)) or grace_s < 0:
+        raise InvalidArgument(f"grace must be a number of seconds >= 0: {grace_s!r}")
+    now = K.parse_timestamp(now, "now") if now is not None else datetime.now(UTC)
+    cutoff = now - timedelta(seconds=grace_s)
+    if until is not None:
+        cutoff = min(cutoff, K.parse_timestamp(until, "until"))
+    return cutoff.replace(second=0, microsecond=0)
+
+
+def _day(moment):
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _iso(moment):
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _from_iso(text):
+    return K.parse_timestamp(text)
+
+# -- reading the source of truth --------------------------------------------------------------
+
+class Tally:
+    """Exact counts of the crashes submitted in one time range, kept in memory."""
+
+    def __init__(self):
+        self.minutes = collections.defaultdict(collections.Counter)   # minute row -> {name: n}
+        self.signatures = collections.defaultdict(collections.Counter)  # sig row -> {hour row: n}
+        self.unique = collections.defaultdict(set)                      # hour/day row -> {sig row}
+        self.crashes = 0
+
+
+def _crash_facts(crash_id, cells):
+    submitted = K.parse_key_timestamp(cells[K.COL_SUBMITTED])
+    legacy = cells.get(K.COL_LEGACY)
+    process_type = "default"
+    if K.COL_META in cells:
+        try:
+            process_type = json.loads(cells[K.COL_META]).get("ProcessType") or "default"
+        except (ValueError, AttributeError):
+            pass
+    processed = cells.get(K.COL_PROCESSED) == b"Y"
+    signature, error = None, False
+    if processed:
+        signature = cells.get(K.COL_SIGNATURE, K.NULL_SIGNATURE.encode()).decode("utf-8", "surrogatepass")
+        error = signature == K.NULL_SIGNATURE
+        if not error and K.COL_PROCESSED_JSON in cells:
+            try:
+                error = json.loads(cells[K.COL_PROCESSED_JSON]).get("success") is False
+            except (ValueError, AttributeError):
+                pass
+    return submitted, (int(legacy) if legacy else None), process_type, cells.get(K.COL_HANG), signature, error
+
+
+def count_range(backend, start, end, on_page=None):
+    """Recount the crashes submitted in ``[start, end)`` (16 salted index scans, pages of rows)."""
+    tally = Tally()
+    hang_sides = []  # (hang row, crash id, submitted)
+    for salt_char in K.SALTS:
+        low, high = K.time_index_range(salt_char, start, end)
+        page = []
+        for row, cells in backend.scan(K.SUBMITTED_TIME, start=low, stop=high, columns=[K.COL_OOID],
+                                       page_size=_PAGE):
+            page.append(row)
+            if len(page) >= _PAGE:
+                _count_page(backend, page, tally, hang_sides)
+                page = []
+                if on_page:
+                    on_page()
+        if page:
+            _count_page(backend, page, tally, hang_sides)
+        if on_page:
+            on_page()
+    _count_hang_pairs(backend, hang_sides, tally)
+    return tally
+
+
+def _count_page(backend, index_rows, tally, hang_sides):
+    wanted = {}
+    for row in index_rows:
+        try:
+            crash_id, moment = K.parse_time_index_key(row)
+        except InvalidArgument:
+            continue
+        wanted[K.crash_row_key(crash_id)] = (crash_id, row[1:1 + K.TIMESTAMP_LEN])
+    found = backend.get_rows(K.CRASH_REPORTS, list(wanted), columns=_CRASH_COLUMNS)
+    for crash_row, cells in found.items():
+        crash_id, stamp = wanted[crash_row]
+        if cells.get(K.COL_SUBMITTED) != stamp:
+            continue  # a stale pointer: the crash row says another time (it has its own pointer)
+        submitted, legacy, process_type, hang, signature, error = _crash_facts(crash_id, cells)
+        rows = K.metrics_rows(submitted)
+        names = [counters.SUBMITTED]
+        if legacy is not None:
+            names.append(counters.throttle_counter(legacy))
+        if process_type != "default":
+            names.append(counters.oop_counter(process_type))
+        if error:
+            names.append(counters.PROCESSING_ERRORS)
+        tally.minutes[rows["minute"]].update(names)
+        tally.crashes += 1
+        if signature is not None:
+            sig_row = K.signature_row(signature)
+            tally.signatures[sig_row][rows["hour"]] += 1
+            tally.unique[rows["hour"]].add(sig_row)
+            tally.unique[rows["day"]].add(sig_row)
+        if hang:
+            hang_sides.append((hang, crash_id, submitted))
+
+
+def _count_hang_pairs(backend, hang_sides, tally):
+    """A pair counts once, at the later side, when two or more sides have crash rows."""
+    if not hang_sides:
+        return
+    ours = {crash_id: submitted for _h, crash_id, submitted in hang_sides}
+    rows = backend.get_rows(K.HANG_ID, list({h for h, _c, _s in hang_sides}), columns=[b"ids"])
+    others = {}
+    for cells in rows.values():
+        for column, value in cells.items():
+            if column.startswith(b"ids:ooid:"):
+                cid = value.decode("ascii", "replace")
+                if cid not in ours and K.CRASH_ID_RE.match(cid):
+                    others[K.crash_row_key(cid)] = cid
+    times = dict(ours)
+    if others:
+        for row, cells in backend.get_rows(K.CRASH_REPORTS, list(others), columns=[K.COL_SUBMITTED]).items():
+            times[others[row]] = K.parse_key_timestamp(cells[K.COL_SUBMITTED])
+    for hang_row, crash_id, submitted in hang_sides:
+        sides = [v.decode("ascii", "replace") for c, v in rows.get(hang_row, {}).items()
+                 if c.startswith(b"ids:ooid:")]
+        alive = [(times[c], c) for c in sides if c in times]
+        if len(alive) >= 2 and max(alive) == (submitted, crash_id):
+            tally.minutes[K.metrics_row(submitted, "minute")][counters.HANG_PAIRS] += 1
+
+# -- writing exact values ---------------------------------------------------------------------
+
+class Corrector:
+    """Compares exact values with live cells; queues puts/deletes of the differences."""
+
+    def __init__(self, backend, report):
+        self.backend, self.report = backend, report
+        self.mutations = {K.METRICS: {}, K.SIGNATURES: {}}
+
+    def _mutation(self, table, row):
+        return self.mutations[table].setdefault(row, RowMutation(row))
+
+    def fix(self, table, row, exact, live, derived=lambda column: True, kind="metrics"):
+        """``exact``/``live``: ``{column: int}``.  Queue differences; count drift."""
+        for column, value in exact.items():
+            if value and live.get(column) != value:
+                self._drift(kind, row, column, live.get(column), value)
+                self._mutation(table, row).puts[column] = K.encode_counter(value)
+                self.report["cells_written"] += 1
+        for column, value in live.items():
+            if derived(column) and not exact.get(column) and value is not None:
+                self._drift(kind, row, column, value, 0)
+                self._mutation(table, row).deletes.append(column)
+                self.report["cells_deleted"] += 1
+
+    def _drift(self, kind, row, column, live, exact):
+        drift = self.report["drift"]
+        drift[kind] = drift.get(kind, 0) + 1
+        if len(self.report["drift_examples"]) < 20:
+            self.report["drift_examples"].append(
+                {"table": kind, "row": row.decode("utf-8", "replace"), "column": column.decode("utf-8", "replace"),
+                 "live": live, "exact": exact})
+
+    def mark(self, row, stamp, digest=None):
+        puts = self._mutation(K.METRICS, row).puts
+        puts[COL_ROLLED_UP] = stamp
+        if digest is not None:
+            puts[COL_DIGEST] = digest
+
+    def flush(self):
+        for table, rows in self.mutations.items():
+            batch = [m for m in rows.values() if m.puts or m.deletes]
+            for i in range(0, len(batch), 1000):
+                self.backend.mutate_rows(table, batch[i:i + 1000])
+        self.mutations = {K.METRICS: {}, K.SIGNATURES: {}}
+
+
+def _decode_cells(cells):
+    """``{column: int}`` of the 8-byte counter cells of a ``counters`` family."""
+    return {c: K.decode_counter(v) for c, v in cells.items()
+            if c.startswith(K.FAMILY_COUNTERS + b":") and len(v) == 8}
+
+
+def _derived_column(column):
+    return is_derived(column.split(b":", 1)[1].decode("utf-8", "replace"))
+
+
+def digest(cells):
+    """Hash of a metrics row's derived counters (what the roll-up wrote)."""
+    items = sorted((c, v) for c, v in _decode_cells(cells).items() if _derived_column(c) and v)
+    return hashlib.sha1(repr(items).encode()).digest()[:8]
+
+
+def _named(counts):
+    return {K.counter_column(name): n for name, n in counts.items() if n}
+
+
+def _minutes_of(start, end):
+    out, moment = [], start
+    while moment < end:
+        out.append(moment)
+        moment += timedelta(minutes=1)
+    return out
+
+
+def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None):
+    """Make the minute, hour and day counters of ``day`` exact up to ``cutoff``."""
+    end = min(day + timedelta(days=1), cutoff)
+    if end <= day:
+        return
+    tally = count_range(backend, day, end, on_page)
+    corrector.report["crashes_read"] += tally.crashes
+    minutes = _minutes_of(day, end)
+    hours = [day + timedelta(hours=h) for h in range(24) if day + timedelta(hours=h + 1) <= end]
+    day_closed = day + timedelta(days=1) <= cutoff
+    exact = {}
+    for moment in minutes:
+        row = K.metrics_row(moment, "minute")
+        exact[row] = collections.Counter(tally.minutes.get(row, {}))
+    for hour in hours:
+        row = K.metrics_row(hour, "hour")
+        total = collections.Counter()
+        for m in range(60):
+            total.update(exact[K.metrics_row(hour + timedelta(minutes=m), "minute")])
+        total[counters.UNIQUE_SIGNATURES] = len(tally.unique.get(row, ()))
+        exact[row] = total
+    day_row = K.metrics_row(day, "day")
+    if day_closed:
+        total = collections.Counter()
+        for hour in hours:
+            total.update(exact[K.metrics_row(hour, "hour")])
+        total[counters.UNIQUE_SIGNATURES] = len(tally.unique.get(day_row, ()))
+        exact[day_row] = total
+    live = backend.get_rows(K.METRICS, list(exact), columns=[K.FAMILY_COUNTERS])
+    for row, counts in exact.items():
+        live_cells = live.get(row, {})
+        corrector.fix(K.METRICS, row, _named(counts), _decode_cells(live_cells), _derived_column)
+        if row == day_row:
+            written = {**{c: v for c, v in live_cells.items() if not _derived_column(c)},
+                       **{c: K.encode_counter(v) for c, v in _named(counts).items()}}
+            corrector.mark(row, stamp, digest(written))
+        elif len(row) == 13:  # an hour row (yyyy-mm-ddThh)
+            corrector.mark(row, stamp)
+    # signature columns of the closed hours (and the day when closed)
+    columns = {K.signature_counter_columns(h)["hour"]: h for h in hours}
+    day_column = K.signature_counter_columns(day)["day"]
+    exact_sigs = collections.defaultdict(dict)
+    for sig_row, per_hour in tally.signatures.items():
+        for hour_row, n in per_hour.items():
+            column = K.FAMILY_COUNTERS + b":hourly_" + hour_row
+            if column in columns:
+                exact_sigs[sig_row][column] = n
+            if day_closed:
+                exact_sigs[sig_row][day_column] = exact_sigs[sig_row].get(day_column, 0) + n
+    wanted = list(columns) + ([day_column] if day_closed else [])
+    if wanted:
+        _fix_signatures(backend, corrector, wanted, exact_sigs)
+
+
+def _fix_signatures(backend, corrector, columns, exact_sigs):
+    live = {row: _decode_cells(cells) for row, cells in backend.scan(K.SIGNATURES, columns=columns, page_size=1000)}
+    for row in set(live) | set(exact_sigs):
+        corrector.fix(K.SIGNATURES, row, exact_sigs.get(row, {}), live.get(row, {}), kind="signatures")
+
+
+def _month_days(month):
+    days, day = [], month
+    while day.month == month.month:
+        days.append(day)
+        day += timedelta(days=1)
+    return days
+
+
+def rollup_coarse(backend, level, start, corrector, stamp):
+    """Make a closed month or year exact from the level below (or the crash rows if expired)."""
+    finer = "day" if level == "month" else "month"
+    if level == "month":
+        parts = _month_days(start)
+    else:
+        parts = [start.replace(month=m) for m in range(1, 13)]
+    row = K.metrics_row(start, level)
+    part_rows = [K.metrics_row(p, finer) for p in parts]
+    live = backend.get_rows(K.METRICS, part_rows + [row], columns=[K.FAMILY_COUNTERS, b"timestamps"])
+    total = collections.Counter()
+    for part in part_rows:
+        for column, value in _decode_cells(live.get(part, {})).items():
+            if _derived_column(column) and column != K.counter_column(counters.UNIQUE_SIGNATURES):
+                total[column] += value
+    # signatures: sum the finer columns, unless they were expired (then recount the crashes)
+    prefix = K.SIGNATURE_LEVELS[finer]
+    fine_columns = [K.FAMILY_COUNTERS + b":" + prefix.encode() + r for r in part_rows]
+    coarse_column = K.signature_counter_columns(start)[level]
+    expired_flag = COL_SIG_DAYS_EXPIRED if level == "month" else COL_SIG_MONTHS_EXPIRED
+    exact_sigs = collections.defaultdict(dict)
+    if expired_flag in live.get(row, {}):
+        tally = count_range(backend, start, K.interval_end(level, start))
+        corrector.report["crashes_read"] += tally.crashes
+        for sig_row, per_hour in tally.signatures.items():
+            exact_sigs[sig_row][coarse_column] = sum(per_hour.values())
+    else:
+        for sig_row, cells in backend.scan(K.SIGNATURES, columns=fine_columns, page_size=1000):
+            n = sum(_decode_cells(cells).values())
+            if n:
+                exact_sigs[sig_row][coarse_column] = n
+    _fix_signatures(backend, corrector, [coarse_column], exact_sigs)
+    total[K.counter_column(counters.UNIQUE_SIGNATURES)] = sum(1 for v in exact_sigs.values() if v.get(coarse_column))
+    live_cells = live.get(row, {})
+    corrector.fix(K.METRICS, row, {c: v for c, v in total.items() if v}, _decode_cells(live_cells), _derived_column)
+    written = {**{c: v for c, v in live_cells.items() if not _derived_column(c) and c.startswith(b"counters:")},
+               **{c: K.encode_counter(v) for c, v in total.items() if v}}
+    corrector.mark(row, stamp, digest(written))
+
+# -- the job ----------------------------------------------------------------------------------
+
+def earliest_submitted(backend):
+    """The earliest submitted time in the submitted_time index (16 one-row scans), or None."""
+    found = []
+    for salt_char in K.SALTS:
+        for row, _cells in backend.scan(K.SUBMITTED_TIME, prefix=salt_char.encode(), columns=[K.COL_OOID], limit=1):
+            try:
+                found.append(K.parse_time_index_key(row)[1])
+            except InvalidArgument:
+                pass
+    return min(found) if found else None
+
+
+def _previous_cutoff(backend):
+    for run in jobs.list_runs(backend, JOB):
+        if run.status == jobs.SUCCEEDED and isinstance(run.result, dict) and run.result.get("cutoff"):
+            return _from_iso(run.result["cutoff"])
+    return None
+
+
+def plan(backend, cutoff, since=None, lookback_days=DEFAULT_LOOKBACK_DAYS):
+    """The days to recompute (ISO dates, ascending)."""
+    earliest = earliest_submitted(backend)
+    if earliest is None:
+        return []
+    first = _day(earliest)
+    if since is not None:
+        start = max(first, _day(K.parse_timestamp(since, "since")))
+    else:
+        previous = _previous_cutoff(backend)
+        start = max(first, _day(previous) - timedelta(days=lookback_days)) if previous else first
+    days = []
+    older, day = [], first
+    while day < start:
+        older.append(day)
+        day += timedelta(days=1)
+    if older:  # older days whose counters changed since they were rolled up
+        rows = {K.metrics_row(d, "day"): d for d in older}
+        live = backend.get_rows(K.METRICS, list(rows), columns=[K.FAMILY_COUNTERS, COL_DIGEST])
+        for row, d in rows.items():
+            cells = live.get(row, {})
+            if cells.get(COL_DIGEST) != digest(cells) or (COL_DIGEST not in cells and _decode_cells(cells)):
+                days.append(d)
+    day = start
+    while day < cutoff:
+        days.append(day)
+        day += timedelta(days=1)
+    return [d.strftime("%Y-%m-%d") for d in days]
+
+
+def rollup(ctx, backend, until=None, grace_s=DEFAULT_GRACE_S, since=None,
+           lookback_days=DEFAULT_LOOKBACK_DAYS, now=None):
+    """The roll-up job body (see :func:`run_rollup`).  Checkpoints after each day."""
+    checkpoint = ctx.checkpoint
+    if checkpoint:
+        cutoff, days, next_index = _from_iso(checkpoint["cutoff"]), checkpoint["days"], checkpoint["next"]
+        report = checkpoint["report"]
+    else:
+        cutoff = cutoff_of(until, grace_s, now)
+        ctx.set_phase("plan")
+        days = plan(backend, cutoff, since, lookback_days)
+        next_index = 0
+        report = {"cutoff": _iso(cutoff), "days": len(days), "crashes_read": 0, "cells_written": 0,
+                  "cells_deleted": 0, "drift": {}, "drift_examples": [], "months": 0, "years": 0}
+        ctx.save({"cutoff": _iso(cutoff), "days": days, "next": 0, "report": report}, phase="days")
+    stamp = _iso(datetime.now(UTC)).encode()
+    corrector = Corrector(backend, report)
+    for index in range(next_index, len(days)):
+        day = _from_iso(days[index])
+        rollup_day(backend, day, cutoff, corrector, stamp, on_page=ctx.heartbeat)
+        corrector.flush()
+        ctx.report("days", index + 1, len(days))
+        ctx.save({"cutoff": _iso(cutoff), "days": days, "next": index + 1, "report": report}, phase="days")
+    # months and years touched by the recomputed days, when closed
+    months = sorted({d[:7] for d in days})
+    closed_months = [m for m in months if K.interval_end("month", _from_iso(m + "-01")) <= cutoff]
+    ctx.set_phase("months")
+    for month in closed_months:
+        rollup_coarse(backend, "month", _from_iso(month + "-01"), corrector, stamp)
+        corrector.flush()
+        ctx.heartbeat()
+    years = sorted({m[:4] for m in closed_months})
+    ctx.set_phase("years")
+    for year in years:
+        start = _from_iso(year + "-01-01")
+        if K.interval_end("year", start) <= cutoff:
+            rollup_coarse(backend, "year", start, corrector, stamp)
+            corrector.flush()
+            report["years"] += 1
+    report["months"] = len(closed_months)
+    ctx.add_counts(crashes_read=report["crashes_read"], cells_written=report["cells_written"],
+                   cells_deleted=report["cells_deleted"])
+    return report
+
+
+def run_rollup(backend, until=None, grace_s=DEFAULT_GRACE_S, since=None, lookback_days=DEFAULT_LOOKBACK_DAYS,
+               now=None, progress=None, **job_options):
+    """Run the roll-up as job ``rollup`` (one live run, checkpoints, retries); return the report.
+
+    ``until``: ISO time or datetime (default now); ``grace_s``: seconds an interval must be over
+    before it is closed; ``since``: recompute every day from this date.  Raises
+    :class:`~socorro_store.jobs.JobLeaseHeld` when another rollup runs.
+    """
+    cutoff_of(until, grace_s, now)  # validate before the job starts
+    if since is not None:
+        K.parse_timestamp(since, "since")
+    if isinstance(lookback_days, bool) or not isinstance(lookback_days, int) or lookback_days < 0:
+        raise InvalidArgument(f"lookback_days must be an int >= 0: {lookback_days!r}")
+    params = {"until": _iso(K.parse_timestamp(until)) if until is not None else None, "grace_s": grace_s,
+              "since": str(since) if since is not None else None}
+    run = jobs.run_job(backend, JOB, lambda ctx: rollup(ctx, backend, until, grace_s, since, lookback_days, now),
+                       params=params, progress=progress, **job_options)
+    return {**run.result, "run_id": run.run_id}

@@ -1,0 +1,138 @@
+"""CrashStore: Socorro's CrashStorage API on one backend URL.
+
+Composes :mod:`crashes` (crash rows and indexes), :mod:`queue` (claims) and :mod:`counters`
+(metrics and signature counters).  Methods carry Socorro's names.  It speaks only the backend
+contract, so it runs on every backend.  Thread-safe: many processor threads may share one store.
+"""
+
+from datetime import datetime, timezone
+
+from . import counters, crashes
+from . import keys as K
+from .admin import create_tables
+from .backends import RowMutation, open_backend
+from .backends.base import MAX_CELL_BYTES
+from .errors import InvalidArgument
+from .queue import DEFAULT_LEASE_SECONDS, take
+
+
+def open_store(url=None, **options):
+    """Open the store a URL names: ``url``, else ``$SOCORRO_STORE_URL``, else the embedded default.
+
+    ``options`` go to :class:`CrashStore` (``forbidden_keys``, ``max_cell_bytes``).
+    """
+    return CrashStore(open_backend(url), **options)
+
+
+class CrashStore:
+    """Socorro's crash storage API.  A context manager; :meth:`close` releases the backend.
+
+    ``forbidden_keys``: keys (dotted paths) removed by :meth:`get_processed`.
+    ``max_cell_bytes``: the largest cell (row + column + value) accepted, 10 MiB by default; a
+    dump over it is refused before anything is written.
+    """
+
+    def __init__(self, backend, forbidden_keys=crashes.DEFAULT_FORBIDDEN_KEYS, max_cell_bytes=MAX_CELL_BYTES):
+        if isinstance(max_cell_bytes, bool) or not isinstance(max_cell_bytes, int) or not 0 < max_cell_bytes <= MAX_CELL_BYTES:
+            raise InvalidArgument(f"max_cell_bytes must be an int in 1..{MAX_CELL_BYTES}")
+        if isinstance(forbidden_keys, str):
+            forbidden_keys = [k.strip() for k in forbidden_keys.split(",") if k.strip()]
+        self.backend = backend
+        self.forbidden_keys = tuple(forbidden_keys)
+        self.max_cell_bytes = max_cell_bytes
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self.backend.close()
+
+    def create_tables(self):
+        """Create the tables from the specs (like ``tables create``); returns the report."""
+        return create_tables(self.backend)
+
+    # -- saving ------------------------------------------------------------------------------
+    def save_raw_crash(self, raw_crash, dumps, crash_id):
+        """Save one raw crash (annotations and dumps) and queue it for processing."""
+        self.save_raw_crashes([(raw_crash, dumps, crash_id)])
+
+    def save_raw_crashes(self, items):
+        """Save ``(raw_crash, dumps, crash_id)`` triples with one mutate per table touched.
+
+        Every crash is validated before anything is written: one bad crash fails the batch.
+        """
+        prepared = [crashes.prepare_raw(raw, dumps, cid, self.max_cell_bytes) for raw, dumps, cid in items]
+        if prepared:
+            crashes.write_raw(self.backend, prepared)
+        return len(prepared)
+
+    def save_processed(self, processed_crash):
+        """Save a processed crash; removes its queue pointers and updates the counters."""
+        self.save_processed_crashes([processed_crash])
+
+    def save_processed_crashes(self, processed_crashes):
+        prepared = [crashes.prepare_processed(p, self.max_cell_bytes) for p in processed_crashes]
+        if prepared:
+            crashes.write_processed(self.backend, prepared)
+        return len(prepared)
+
+    # -- reading -----------------------------------------------------------------------------
+    def get_raw_crash(self, crash_id):
+        return crashes.get_raw_crash(self.backend, crash_id)
+
+    def get_raw_dump(self, crash_id, name=None):
+        return crashes.get_raw_dump(self.backend, crash_id, name)
+
+    def get_raw_dumps(self, crash_id):
+        return crashes.get_raw_dumps(self.backend, crash_id)
+
+    def get_raw_dumps_as_files(self, crash_id, directory):
+        return crashes.get_raw_dumps_as_files(self.backend, crash_id, directory)
+
+    def get_processed(self, crash_id):
+        """The processed crash without the forbidden keys."""
+        return crashes.get_processed(self.backend, crash_id, self.forbidden_keys)
+
+    def get_unredacted_processed(self, crash_id):
+        return crashes.get_unredacted_processed(self.backend, crash_id)
+
+    def get_processing_state(self, crash_id):
+        return crashes.get_processing_state(self.backend, crash_id)
+
+    # -- the queue ---------------------------------------------------------------------------
+    def new_crashes(self, limit=None, queue="standard", processor_id=None, lease_seconds=DEFAULT_LEASE_SECONDS):
+        """Yield crash ids of ``queue`` in submission order, each claimed for the caller."""
+        return take(self.backend, limit, queue, processor_id, lease_seconds)
+
+    def enqueue_priority(self, crash_ids):
+        """Ask for (re)processing of existing crashes; returns how many were queued."""
+        if isinstance(crash_ids, str):
+            crash_ids = [crash_ids]
+        return crashes.enqueue_priority(self.backend, crash_ids, datetime.now(timezone.utc))
+
+    # -- queries -----------------------------------------------------------------------------
+    def crashes_submitted(self, start, end):
+        return crashes.crashes_submitted(self.backend, start, end)
+
+    def crashes_by_signature(self, signature, start=None, end=None):
+        return crashes.crashes_by_signature(self.backend, signature, start, end)
+
+    def hang_pair(self, hang_id):
+        return crashes.hang_pair(self.backend, hang_id)
+
+    # -- counters ----------------------------------------------------------------------------
+    def get_metrics(self, row):
+        return counters.get_metrics(self.backend, row)
+
+    def get_signature_counters(self, signature):
+        return counters.get_signature_counters(self.backend, signature)
+
+    def queue_sizes(self):
+        return counters.queue_sizes(self.backend)
+
+    def set_active_installations(self, product, date, count):
+        row, puts = counters.active_installations_put(product, date, count)
+        self.backend.mutate_rows(K.METRICS, [RowMutation(row, puts)])

@@ -1,0 +1,96 @@
+"""verify-indexes (VALID / MISSING / ORPHAN per index table, --repair) and reconcile-queue."""
+
+import pytest
+
+from socorro_store import jobs, open_store, scrutiny
+from socorro_store import keys as K
+from socorro_store.backends import Increment, RowMutation
+from socorro_store.errors import InvalidArgument
+
+from jobs_helpers import ingest, make_crashes
+
+
+@pytest.fixture
+def loaded(backend_url):
+    with open_store(backend_url) as store:
+        store.create_tables()
+        specs = make_crashes(30)
+        ingest(store, specs)
+        yield store.backend, specs
+
+
+FOREIGN = "f0000000-0000-0000-0000-000000" + "2161231"[-7:]
+
+
+def test_clean_store_is_all_valid(loaded):
+    backend, specs = loaded
+    report = scrutiny.verify_indexes(backend)
+    assert all(t["missing"] == 0 and t["orphan"] == 0 for t in report.values())
+    assert report[K.SUBMITTED_TIME]["valid"] == len(specs)
+    assert report[K.SIGNATURE_OOID]["valid"] == sum(s["processed"] for s in specs)
+    assert report[K.UNPROCESSED_FLAG]["valid"] == sum(not s["processed"] for s in specs)
+    assert report[K.HANG_ID]["valid"] == 6 and len(report) == 7
+
+
+def test_damage_is_counted_exactly_and_repaired(loaded):
+    backend, specs = loaded
+    victims = [s for s in specs if not s["processed"]][:2]
+    processed = [s for s in specs if s["processed"]][:3]
+    # MISSING: delete pointers of existing crashes
+    for spec in victims:
+        key = K.time_index_key(spec["id"], spec["submitted"])
+        backend.mutate_rows(K.SUBMITTED_TIME, [RowMutation(key, delete_row=True)])
+        backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(key, delete_row=True)])
+    for spec in processed:
+        key = K.signature_index_key(K.signature_name(spec["signature"]), spec["submitted"], spec["id"])
+        backend.mutate_rows(K.SIGNATURE_OOID, [RowMutation(key, delete_row=True)])
+    # ORPHAN: pointers to a crash that does not exist, and a queue pointer of a processed crash
+    ghost = "e" + specs[0]["id"][1:]
+    ghost_key = K.time_index_key(ghost, specs[0]["submitted"])
+    backend.mutate_rows(K.SUBMITTED_TIME, [RowMutation(ghost_key, {K.COL_OOID: ghost.encode()})])
+    backend.mutate_rows(K.SIGNATURE_OOID, [RowMutation(K.signature_index_key("x", specs[0]["submitted"], ghost),
+                                                       {K.COL_OOID: ghost.encode()})])
+    backend.mutate_rows(K.HANG_ID, [RowMutation(b"hang-0", {b"ids:ooid:content": ghost.encode()})])
+    done = processed[0]
+    backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(K.time_index_key(done["id"], done["submitted"]),
+                                                         {K.COL_OOID: done["id"].encode()})])
+    report = scrutiny.verify_indexes(backend)
+    assert report[K.SUBMITTED_TIME]["missing"] == 2 and report[K.SUBMITTED_TIME]["orphan"] == 1
+    assert report[K.UNPROCESSED_FLAG]["missing"] == 2 and report[K.UNPROCESSED_FLAG]["orphan"] == 1
+    assert report[K.SIGNATURE_OOID]["missing"] == 3 and report[K.SIGNATURE_OOID]["orphan"] == 1
+    assert report[K.HANG_ID]["orphan"] == 1 and report[K.HANG_ID]["missing"] == 0
+    assert report[K.LEGACY_SUBMITTED_TIME] == {"valid": report[K.LEGACY_SUBMITTED_TIME]["valid"], "missing": 0,
+                                               "orphan": 0, "repaired_missing": 0, "deleted_orphans": 0}
+    # young orphans are kept (a save may be in flight); old ones go
+    young = scrutiny.verify_indexes(backend, repair=True)
+    assert young[K.SUBMITTED_TIME]["repaired_missing"] == 2 and young[K.SUBMITTED_TIME]["deleted_orphans"] == 0
+    result = scrutiny.run_verify_indexes(backend, repair=True, orphan_age_s=0)
+    assert result[K.SUBMITTED_TIME]["deleted_orphans"] == 1
+    final = scrutiny.verify_indexes(backend)
+    assert all(t["missing"] == 0 and t["orphan"] == 0 for t in final.values()), final
+    assert backend.get_row(K.HANG_ID, b"hang-0", columns=[b"ids:ooid:content"]) == {}
+    # the repaired queue pointers make the crashes processable again
+    store_ids = {v["id"] for v in victims}
+    assert store_ids <= set(open_store.__globals__["CrashStore"](backend).new_crashes())
+    assert jobs.list_runs(backend, "verify-indexes")[0].status == jobs.SUCCEEDED
+
+
+def test_reconcile_queue(loaded):
+    backend, specs = loaded
+    waiting = sum(not s["processed"] for s in specs)
+    legacy = sum(not s["processed"] and s["legacy"] == 0 for s in specs)
+    backend.increment_many([Increment(K.METRICS, K.QUEUE_ROW, b"counters:inserts_unprocessed", 7),
+                            Increment(K.METRICS, K.QUEUE_ROW, b"counters:deletes_unprocessed_legacy", -3)])
+    result = scrutiny.run_reconcile_queue(backend)
+    assert result["before"]["standard"] == waiting + 7 and result["after"]["standard"] == waiting
+    sizes = open_store.__globals__["CrashStore"](backend).queue_sizes()
+    assert sizes["standard"] == waiting and sizes["legacy"] == legacy and sizes["priority"] == 0
+    assert scrutiny.run_reconcile_queue(backend)["corrected"] == 0
+
+
+def test_bad_threshold_is_refused(embedded_url):
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        with pytest.raises(InvalidArgument):
+            scrutiny.run_verify_indexes(store.backend, orphan_age_s=-1)
+        assert list(store.backend.scan(K.JOBS)) == []

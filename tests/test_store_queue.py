@@ -1,0 +1,152 @@
+"""The processing queues: order across salts, claims, leases, legacy/priority, concurrency."""
+
+import random
+import threading
+import time
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from socorro_store import InvalidArgument, open_store
+from socorro_store import keys as K
+
+from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+
+
+@pytest.fixture
+def store(backend_url):
+    with open_store(backend_url) as opened:
+        opened.create_tables()
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def shared_store(tmp_path_factory):
+    """One embedded store for the property test (each example uses its own day)."""
+    with open_store(f"embedded://{tmp_path_factory.mktemp('queue') / 'store'}") as opened:
+        opened.create_tables()
+        yield opened
+
+
+_day = iter(range(10**6))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(K.SALTS), st.integers(0, 86_399_999)), min_size=1, max_size=40),
+       st.randoms(use_true_random=False))
+def test_queue_and_time_index_come_out_in_submission_order(shared_store, crashes, rng):
+    store = shared_store
+    store.save_processed_crashes([processed(c) for c in store.new_crashes()])  # a failed example's leftovers
+    day = BASE_TIME + timedelta(days=next(_day))
+    items = []
+    for salt, ms in crashes:
+        cid = crash_id(salt, day, random.Random(next(_day)))  # unique ids, whatever hypothesis draws
+        items.append((day + timedelta(milliseconds=ms), cid))
+    shuffled = items[:]
+    rng.shuffle(shuffled)
+    store.save_raw_crashes([(raw_crash(c, t), {}, c) for t, c in shuffled])
+    expected = [c for t, c in sorted(items, key=lambda item: (K.format_timestamp(item[0]), item[1]))]
+    assert list(store.crashes_submitted(day, day + timedelta(days=1))) == expected
+    taken = list(store.new_crashes(processor_id="prop"))
+    assert taken == expected
+    store.save_processed_crashes([processed(c) for c in taken])
+    assert list(store.new_crashes()) == []
+
+
+def test_claims_are_exclusive_and_processing_removes_pointers(store):
+    cids = [crash_id(s) for s in "0f3"]
+    store.save_raw_crashes([(raw_crash(c, BASE_TIME + timedelta(seconds=i)), {}, c) for i, c in enumerate(cids)])
+    first = list(store.new_crashes(limit=2, processor_id="p1"))
+    assert first == cids[:2]
+    assert list(store.new_crashes(processor_id="p2")) == cids[2:]
+    assert list(store.new_crashes(processor_id="p3")) == []
+    state = store.get_processing_state(cids[0])
+    assert state["claim"]["processor"] == "p1" and state["queues"] == ["standard"]
+    claims = store.backend.get_cells(K.UNPROCESSED_FLAG, K.time_index_key(cids[0], BASE_TIME), K.COL_CLAIM, versions=5)
+    assert len(claims) == 2  # history: the unclaimed marker, then p1's claim
+    store.save_processed_crashes([processed(c) for c in cids])
+    assert store.backend.get_row(K.UNPROCESSED_FLAG, K.time_index_key(cids[0], BASE_TIME)) == {}
+    assert store.queue_sizes()["standard"] == 0
+
+
+def test_expired_lease_comes_back(store):
+    cid = crash_id("a")
+    store.save_raw_crash(raw_crash(cid), {}, cid)
+    assert list(store.new_crashes(processor_id="dies", lease_seconds=0.05)) == [cid]
+    assert list(store.new_crashes(processor_id="other")) == []  # lease still live
+    time.sleep(0.1)
+    assert list(store.new_crashes(processor_id="other")) == [cid]
+    assert store.get_processing_state(cid)["claim"]["processor"] == "other"
+
+
+def test_legacy_and_priority_queues(store):
+    accepted, deferred = crash_id("1"), crash_id("2")
+    store.save_raw_crashes([(raw_crash(accepted, legacy_processing=0), {}, accepted),
+                            (raw_crash(deferred, BASE_TIME + timedelta(seconds=1), legacy_processing=1), {}, deferred)])
+    assert store.queue_sizes()["legacy"] == 1
+    assert list(store.new_crashes(queue="legacy")) == [accepted]
+    assert list(store.new_crashes(queue="priority")) == []
+    assert store.enqueue_priority([deferred, deferred]) == 1
+    assert store.enqueue_priority([deferred]) == 0  # already pending
+    assert store.queue_sizes()["priority"] == 1
+    assert store.get_processing_state(deferred)["priority_processing"] is True
+    assert list(store.new_crashes(queue="priority", processor_id="fast")) == [deferred]
+    store.save_processed_crashes([processed(accepted), processed(deferred)])
+    sizes = store.queue_sizes()
+    assert sizes == {"standard": 0, "legacy": 0, "priority": 0, "processed_legacy": 1, "processed_priority": 1}
+    assert list(store.new_crashes(queue="standard")) == []
+
+
+def test_queue_argument_validation(store):
+    for kwargs in ({"queue": "urgent"}, {"limit": -1}, {"lease_seconds": 0}, {"processor_id": ""}):
+        with pytest.raises(InvalidArgument):
+            store.new_crashes(**kwargs)
+    with pytest.raises(Exception):
+        store.enqueue_priority([crash_id("3")])  # unknown crash
+
+
+def test_four_processors_drain_exactly_once(embedded_url):
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        rng = random.Random(4)
+        cids = [crash_id(rng.choice(K.SALTS), rng=rng) for _ in range(400)]
+        store.save_raw_crashes([(raw_crash(c, BASE_TIME + timedelta(milliseconds=i)), {}, c)
+                                for i, c in enumerate(cids)])
+        taken, lock = Counter(), threading.Lock()
+
+        def processor(name):
+            while True:
+                batch = list(store.new_crashes(limit=20, processor_id=name))
+                if not batch:
+                    return
+                store.save_processed_crashes([processed(c) for c in batch])
+                with lock:
+                    taken.update(batch)
+
+        threads = [threading.Thread(target=processor, args=(f"p{i}",)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert set(taken) == set(cids) and set(taken.values()) == {1}
+        assert store.queue_sizes()["standard"] == 0
+        metrics = store.get_metrics("crash_report_queues")
+        assert metrics["inserts_unprocessed"] == metrics["deletes_unprocessed"] == 400
+
+
+def test_killed_processor_claims_return_after_lease(embedded_url):
+    """A processor that claims a batch and dies: another one gets the whole batch after the lease."""
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        cids = [crash_id(s) for s in "02468ace"]
+        store.save_raw_crashes([(raw_crash(c, BASE_TIME + timedelta(seconds=i)), {}, c) for i, c in enumerate(cids)])
+        claimed = store.new_crashes(limit=5, processor_id="doomed", lease_seconds=0.05)
+        held = [next(claimed), next(claimed), next(claimed)]  # dies mid-batch
+        assert held == cids[:3]
+        survivor = list(store.new_crashes(processor_id="survivor"))
+        assert survivor == cids[3:]
+        time.sleep(0.1)
+        assert list(store.new_crashes(processor_id="survivor")) == held

@@ -50,11 +50,13 @@ counted once live, whatever the number of processors.  (Expiry must drop finer c
 than coarser ones, which the wiki's retention — 48 h, 30 d, 3 months, 3 years — does.)
 """
 
+import threading
+
 from .backends import Increment
 from .keys import (FAMILY_COUNTERS, METRICS, QUEUE_ROW, SIGNATURES, counter_column,
                    decode_counter, encode_counter, metrics_row, metrics_rows, parse_metrics_row,
                    signature_counter_columns, signature_row, validate_process_type)
-from .errors import InvalidArgument
+from .errors import InvalidArgument, SocorroStoreError
 
 QUEUE_COUNTERS = (
     "inserts_unprocessed", "deletes_unprocessed",
@@ -222,3 +224,65 @@ def queue_sizes(backend):
     return {"standard": size("unprocessed"), "legacy": size("unprocessed_legacy"),
             "priority": size("unprocessed_priority"), "processed_legacy": size("processed_legacy"),
             "processed_priority": size("processed_priority")}
+
+
+class CounterBuffer:
+    """Coalesces counter increments in memory and flushes them as one ``increment_many`` call.
+
+    ``open_store(url, counter_flush_ms=1000)`` puts one between the store and its backend: the
+    increments of every crash saved within ``flush_ms`` are summed per cell and sent in one call
+    by a background thread, and once more on :meth:`close`.  Anything may call :meth:`flush`.
+
+    Loss window: increments not yet flushed when the process dies (at most ``flush_ms`` of them),
+    and a flush whose call fails ambiguously (never replayed, since increments are not
+    idempotent).  Crash rows and pointers are never buffered, so the next ``rollup`` recomputes
+    every lost count from them.  ``lost`` counts the increments of failed flushes.
+    """
+
+    def __init__(self, backend, flush_ms):
+        if isinstance(flush_ms, bool) or not isinstance(flush_ms, int) or flush_ms < 1:
+            raise InvalidArgument("counter_flush_ms must be a positive int")
+        self.backend = backend
+        self.flush_s = flush_ms / 1000
+        self.lost = 0
+        self._pending = {}
+        self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="counter-flush", daemon=True)
+        self._thread.start()
+
+    def increment_many(self, increments):
+        with self._lock:
+            for inc in increments:
+                key = (inc.table, inc.row, inc.column)
+                self._pending[key] = self._pending.get(key, 0) + inc.amount
+
+    def flush(self):
+        """Send what is pending in one call; returns the number of cells sent."""
+        with self._flush_lock:
+            with self._lock:
+                pending, self._pending = self._pending, {}
+            batch = [Increment(t, r, c, a) for (t, r, c), a in pending.items() if a]
+            if not batch:
+                return 0
+            try:
+                self.backend.increment_many(batch)
+            except SocorroStoreError:
+                self.lost += len(batch)
+                raise
+            return len(batch)
+
+    def _run(self):
+        while not self._stop.wait(self.flush_s):
+            try:
+                self.flush()
+            except SocorroStoreError:
+                pass  # counted in ``lost``; the next rollup repairs the counters
+
+    def close(self):
+        """Stop the flusher and flush what is left (write, then acknowledge)."""
+        if not self._stop.is_set():
+            self._stop.set()
+            self._thread.join()
+        self.flush()

@@ -172,8 +172,11 @@ def _chunks(mutations, limit=MAX_BATCH_BYTES):
         yield chunk
 
 
-def write_raw(backend, crashes):
-    """Write prepared raw crashes: pointers, crash rows, hang-pair check, one increment call."""
+def write_raw(backend, crashes, counter_sink=None):
+    """Write prepared raw crashes: pointers, crash rows, hang-pair check, one increment call.
+
+    ``counter_sink`` receives the increments (default: the backend; see ``CounterBuffer``).
+    """
     index = {t: [] for t in (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG,
                              K.LEGACY_SUBMITTED_TIME, K.HANG_ID, K.HANG_ID_SUBMITTED_TIME)}
     for crash in crashes:
@@ -198,7 +201,7 @@ def write_raw(backend, crashes):
     for crash in crashes:
         increments += counters.submit_increments(crash.submitted, crash.legacy, crash.process_type)
     increments += _new_hang_pairs(backend, [c for c in crashes if c.hang_id is not None])
-    backend.increment_many(counters.coalesce(increments))
+    (counter_sink or backend).increment_many(counters.coalesce(increments))
 
 
 def _new_hang_pairs(backend, crashes):
@@ -246,7 +249,7 @@ def read_states(backend, crash_ids):
     return states
 
 
-def write_processed(backend, crashes):
+def write_processed(backend, crashes, counter_sink=None):
     """Write prepared processed crashes (all known: checked by the caller reading their state)."""
     states = read_states(backend, [c.crash_id for c in crashes])
     sig_puts, crash_rows, stale = [], [], []
@@ -295,10 +298,10 @@ def write_processed(backend, crashes):
     if stale:
         backend.mutate_rows(K.SIGNATURE_OOID, stale)
     increments += counters.first_seen(backend, fresh)
-    backend.increment_many(counters.coalesce(increments))
+    (counter_sink or backend).increment_many(counters.coalesce(increments))
 
 
-def enqueue_priority(backend, crash_ids, now):
+def enqueue_priority(backend, crash_ids, now, counter_sink=None):
     """Queue crashes for (re)processing: pointer rows first, then ``flags:priority_processing``.
 
     A crash that already has a pending priority request keeps it (no duplicate row).
@@ -315,7 +318,7 @@ def enqueue_priority(backend, crash_ids, now):
                                              for cid in todo])
     backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cid), {K.COL_PRIORITY: stamp})
                                           for cid in todo])
-    backend.increment_many(counters.queue_increments(inserts_unprocessed_priority=len(todo)))
+    (counter_sink or backend).increment_many(counters.queue_increments(inserts_unprocessed_priority=len(todo)))
     return len(todo)
 
 # -- reads -----------------------------------------------------------------------------------

@@ -19,9 +19,15 @@ from .queue import DEFAULT_LEASE_SECONDS, take
 def open_store(url=None, **options):
     """Open the store a URL names: ``url``, else ``$SOCORRO_STORE_URL``, else the embedded default.
 
-    ``options`` go to :class:`CrashStore` (``forbidden_keys``, ``max_cell_bytes``).
+    ``options`` go to :class:`CrashStore` (``forbidden_keys``, ``max_cell_bytes``,
+    ``counter_flush_ms``).
     """
-    return CrashStore(open_backend(url), **options)
+    backend = open_backend(url)
+    try:
+        return CrashStore(backend, **options)
+    except BaseException:
+        backend.close()
+        raise
 
 
 class CrashStore:
@@ -30,9 +36,13 @@ class CrashStore:
     ``forbidden_keys``: keys (dotted paths) removed by :meth:`get_processed`.
     ``max_cell_bytes``: the largest cell (row + column + value) accepted, 10 MiB by default; a
     dump over it is refused before anything is written.
+    ``counter_flush_ms``: coalesce counter increments in memory and flush them as one call this
+    often (and on close); None sends them with each save.  See :class:`counters.CounterBuffer`
+    for the loss window (the next ``rollup`` repairs it).
     """
 
-    def __init__(self, backend, forbidden_keys=crashes.DEFAULT_FORBIDDEN_KEYS, max_cell_bytes=MAX_CELL_BYTES):
+    def __init__(self, backend, forbidden_keys=crashes.DEFAULT_FORBIDDEN_KEYS, max_cell_bytes=MAX_CELL_BYTES,
+                 counter_flush_ms=None):
         if isinstance(max_cell_bytes, bool) or not isinstance(max_cell_bytes, int) or not 0 < max_cell_bytes <= MAX_CELL_BYTES:
             raise InvalidArgument(f"max_cell_bytes must be an int in 1..{MAX_CELL_BYTES}")
         if isinstance(forbidden_keys, str):
@@ -40,6 +50,8 @@ class CrashStore:
         self.backend = backend
         self.forbidden_keys = tuple(forbidden_keys)
         self.max_cell_bytes = max_cell_bytes
+        self.counter_buffer = (counters.CounterBuffer(backend, counter_flush_ms)
+                               if counter_flush_ms is not None else None)
 
     def __enter__(self):
         return self
@@ -48,7 +60,15 @@ class CrashStore:
         self.close()
 
     def close(self):
-        self.backend.close()
+        try:
+            if self.counter_buffer is not None:
+                self.counter_buffer.close()
+        finally:
+            self.backend.close()
+
+    def flush_counters(self):
+        """Send coalesced counter increments now (a no-op without ``counter_flush_ms``)."""
+        return self.counter_buffer.flush() if self.counter_buffer is not None else 0
 
     def create_tables(self):
         """Create the tables from the specs (like ``tables create``); returns the report."""
@@ -66,7 +86,7 @@ class CrashStore:
         """
         prepared = [crashes.prepare_raw(raw, dumps, cid, self.max_cell_bytes) for raw, dumps, cid in items]
         if prepared:
-            crashes.write_raw(self.backend, prepared)
+            crashes.write_raw(self.backend, prepared, self.counter_buffer)
         return len(prepared)
 
     def save_processed(self, processed_crash):
@@ -76,7 +96,7 @@ class CrashStore:
     def save_processed_crashes(self, processed_crashes):
         prepared = [crashes.prepare_processed(p, self.max_cell_bytes) for p in processed_crashes]
         if prepared:
-            crashes.write_processed(self.backend, prepared)
+            crashes.write_processed(self.backend, prepared, self.counter_buffer)
         return len(prepared)
 
     # -- reading -----------------------------------------------------------------------------
@@ -111,7 +131,7 @@ class CrashStore:
         """Ask for (re)processing of existing crashes; returns how many were queued."""
         if isinstance(crash_ids, str):
             crash_ids = [crash_ids]
-        return crashes.enqueue_priority(self.backend, crash_ids, datetime.now(timezone.utc))
+        return crashes.enqueue_priority(self.backend, crash_ids, datetime.now(timezone.utc), self.counter_buffer)
 
     # -- queries -----------------------------------------------------------------------------
     def crashes_submitted(self, start, end):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from contract_helpers import all_rows, delete, now_ms, put, skip_if, spec
+from contract_helpers import all_rows, delete, now_ms, put, spec
 from socorro_store.backends.base import RowMutation
 from socorro_store.errors import InvalidArgument
 

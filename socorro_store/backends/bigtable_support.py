@@ -16,6 +16,7 @@ Nothing here makes a call.  The backend (:mod:`socorro_store.backends.bigtable`)
 
 import datetime
 import re
+import time
 
 from google.cloud.bigtable import column_family
 from google.cloud.bigtable.data import row_filters as rf
@@ -35,6 +36,11 @@ UNLIMITED_VERSIONS = 2**31 - 1
 
 
 # -- timestamps ------------------------------------------------------------------------------
+
+def now_ms():
+    """The client's clock in ms: the "now" of writes, deletes and TTL cut-offs without a timestamp."""
+    return int(time.time() * 1000)
+
 
 def to_micros(ms):
     """Contract milliseconds to Bigtable microseconds (checked by :func:`check_ms`)."""

@@ -130,8 +130,9 @@ class EmbeddedBackend(Backend):
         for inc in increments:
             family, qualifier = split_column(inc.column)
             by_table.setdefault(inc.table, []).append((inc.row, family, qualifier or b"", inc.amount))
+        if by_table:
+            self.count_call("increment_many")  # one contract call, as one incrementRows RPC
         for table, batch in by_table.items():
-            self.count_call("increment_many")
             self.engine.increment(table, batch)
 
     def check_and_put(self, table, row, column, expected, puts):

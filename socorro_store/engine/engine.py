@@ -149,9 +149,13 @@ class Engine:
         before anything is written.
         """
         info, table = self._table(name)
-        for _row, puts, deletes, _delete_row in mutations:
-            for fam, _qual, _value in puts:
-                self._family(info, fam)
+        # Validate and compress before taking the write lock: zlib releases the GIL, so other
+        # writers' compression overlaps this table's SQLite work.
+        encoded = []
+        for row, puts, deletes, _delete_row in mutations:
+            for fam, qual, value in puts:
+                spec = self._family(info, fam)
+                encoded.append((row, fam, qual, spec.versions - 1, *codec.encode(value, spec.compressed)))
             for fam, _qual in deletes:
                 self._family(info, fam)
         with table.write_lock:
@@ -162,21 +166,17 @@ class Engine:
             try:
                 masked = _MarkerCache(conn)
                 cells, prunes = [], []
-                for row, puts, _deletes, _delete_row in mutations:
-                    for fam, qual, value in puts:
-                        if masked(row, fam, qual, write_ts):
-                            continue
-                        spec = info.families[fam]
-                        cell_codec, stored = codec.encode(value, spec.compressed)
+                for row, fam, qual, keep_older, cell_codec, stored in encoded:
+                    if not masked(row, fam, qual, write_ts):
                         cells.append((row, fam, qual, write_ts, cell_codec, stored))
-                        prunes.append((row, fam, qual, spec.versions - 1))
-                conn.executemany("INSERT OR REPLACE INTO cells (row, fam, qual, ts, codec, value) VALUES (?,?,?,?,?,?)", cells)
+                        prunes.append((row, fam, qual, keep_older))
+                conn.executemany("INSERT OR REPLACE INTO cells (row, fam, qual, ts, codec, value) "
+                                 "VALUES (?,?,?,?,?,?)", cells)
                 _prune(conn, prunes)
-                delete_ts = ts_now if timestamp is None else timestamp
                 for row, _puts, deletes, delete_row in mutations:
                     targets = [(fam, None) for fam in info.families] if delete_row else deletes
                     for fam, qual in targets:
-                        _delete(conn, row, fam, qual, delete_ts)
+                        _delete(conn, row, fam, qual, write_ts)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")

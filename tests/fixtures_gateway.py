@@ -72,8 +72,10 @@ class GatewayProcess:
 
 
 def _start(tmp_path_factory, transport, protocol):
-    gateway = GatewayProcess(tmp_path_factory.mktemp(f"gateway-{transport}-{protocol}"), transport, protocol)
-    return gateway
+    # The contract suite stores 4 MiB cells: raise the framed limit from HBase's 2 MB default
+    # (hbase.regionserver.thrift.framed.max_frame_size_in_mb), as an operator would.
+    extra = ["--max-frame-mb", "16"] if transport == "framed" else []
+    return GatewayProcess(tmp_path_factory.mktemp(f"gateway-{transport}-{protocol}"), transport, protocol, extra)
 
 
 @pytest.fixture(scope="session")

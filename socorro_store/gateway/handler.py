@@ -26,7 +26,8 @@ from thriftpy2.thrift import TApplicationException, TProcessor
 from ..errors import (BackendError, FamilyNotFound, NotACounter, TableDisabled, TableExists,
                       TableNotFound)
 from ..schema import FOREVER, FamilySpec
-from .filters import FilterError, WhileMatchFilter, PrefixFilter, parse_filter
+from .filter_parser import parse_filter
+from .filters import FilterError, PrefixFilter, WhileMatchFilter
 from .scanners import Scanner, ScannerRegistry
 
 Hbase = thriftpy2.load(os.path.join(os.path.dirname(__file__), "Hbase.thrift"),

@@ -1,0 +1,462 @@
+"""Chaos harness: crash workloads in child processes, kills, and the checks that follow them.
+
+Shared by ``tests/test_durability.py`` / ``test_faults.py`` / ``test_load.py`` and ``tools/chaos.py``.
+
+* Workloads are deterministic: :func:`make_raw` builds crash ``i`` of a seed (id, submitted time,
+  legacy flag, process type, dumps of varying sizes), :func:`processed_doc` the processed crash of
+  a raw crash.  So the parent can recount what a store must hold without trusting it.
+* Child roles (``python -m socorro_store.chaos ROLE …``): ``writer`` saves crashes (and processes
+  some of them) and appends ``S <id> <latency µs>`` / ``P <id>`` to an acknowledgement file only
+  after the call returned; ``processor`` takes crashes from the queue, reads them and saves them
+  processed.  An error is logged as ``E <type> <message>`` (typed) or ``X <type> <message>``
+  (anything else: a bug) and ends the child.
+* :func:`check_store` is what must hold after a kill: every acknowledged crash readable with its
+  dumps, no crash row without its queue pointer, ``verify-indexes --repair`` leaves 0 MISSING and 0
+  ORPHAN, ``rollup`` + ``reconcile-queue`` make every counter exact.
+"""
+
+import argparse
+import collections
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+import zlib
+from datetime import datetime, timedelta, timezone
+
+from . import keys as K
+from .errors import SocorroStoreError
+
+DAY = datetime(2016, 9, 18, tzinfo=timezone.utc)  # closed long ago: rollup recomputes every level
+SIGNATURES = ["js::GC::Mark", "nsFoo::Bar", "", None, "ünï::Code", "mozalloc_abort | 'quoted'"]
+PROCESS_TYPES = ["default", "default", "default", "plugin", "content"]
+_SERVING = re.compile(r"serving \S+ on 127\.0\.0\.1:(\d+) ")
+
+
+# -- workloads -------------------------------------------------------------------------------
+
+def make_raw(seed, i):
+    """``(crash_id, raw_crash, dumps)`` of crash ``i`` of workload ``seed`` (deterministic)."""
+    rng = random.Random(f"{seed}:{i}")
+    submitted = DAY + timedelta(seconds=rng.randrange(6 * 3600), microseconds=rng.randrange(10**6))
+    crash_id = str(uuid.UUID(int=rng.getrandbits(128)))[:-7] + "2" + submitted.strftime("%y%m%d")
+    raw = {"ProductName": "Firefox", "Version": "120.0", "submitted_timestamp": submitted.isoformat(),
+           "uuid": crash_id, "ProcessType": rng.choice(PROCESS_TYPES), "seq": i}
+    legacy = rng.choice([0, 1, 2, None])
+    if legacy is not None:
+        raw["legacy_processing"] = legacy
+    size = rng.choice([0, 100, 4096, 65536, 300_000])
+    dumps = {"upload_file_minidump": rng.randbytes(size)}
+    if rng.random() < 0.3:
+        dumps["flash1"] = rng.randbytes(1024)
+    return crash_id, raw, dumps
+
+
+def processed_doc(raw):
+    """The processed crash a processor makes of ``raw`` (signature and success from its id)."""
+    crash_id = raw["uuid"]
+    pick = zlib.crc32(crash_id.encode())
+    submitted = K.parse_timestamp(raw["submitted_timestamp"])
+    return {"uuid": crash_id, "signature": SIGNATURES[pick % len(SIGNATURES)], "success": pick % 7 != 0,
+            "completeddatetime": (submitted + timedelta(minutes=5)).isoformat(), "email": "x@example.com"}
+
+
+def expected_counters(present):
+    """``(metrics, signatures)`` counters that ``present`` ``[(raw, processed?)]`` imply.
+
+    An independent recount (of the roll-up's documented rules) used to measure counter drift.
+    """
+    metrics = collections.defaultdict(collections.Counter)
+    sigs = collections.defaultdict(collections.Counter)
+    unique = collections.defaultdict(set)
+    for raw, processed in present:
+        moment = K.parse_timestamp(raw["submitted_timestamp"])
+        rows = K.metrics_rows(moment)
+        names = ["submitted_crash_reports"]
+        if raw.get("legacy_processing") is not None:
+            names.append(f"submitted_crash_reports_legacy_throttle_{raw['legacy_processing']}")
+        if raw["ProcessType"] != "default":
+            names.append(f"submitted_oop_{raw['ProcessType']}_crash_reports")
+        if processed:
+            doc = processed_doc(raw)
+            if doc["signature"] is None or not doc["success"]:
+                names.append("crash_report_processing_errors")
+            sig_row = K.signature_row(doc["signature"])
+            for level, column in K.signature_counter_columns(moment).items():
+                sigs[sig_row][column] += 1
+                unique[rows[level]].add(sig_row)
+        for row in rows.values():
+            for name in names:
+                metrics[row][b"counters:" + name.encode()] += 1
+    for row, names in unique.items():
+        metrics[row][b"counters:unique_crash_signatures"] = len(names)
+    return {r: dict(c) for r, c in metrics.items()}, {r: dict(c) for r, c in sigs.items()}
+
+
+def live_counters(backend):
+    """``(metrics, signatures)`` as stored: every non-zero counter (the queue row excluded)."""
+    out = []
+    for table in (K.METRICS, K.SIGNATURES):
+        found = {}
+        for row, cells in backend.scan(table, columns=[b"counters"]):
+            if row == K.QUEUE_ROW:
+                continue
+            values = {c: K.decode_counter(v) for c, v in cells.items() if K.decode_counter(v)}
+            if values:
+                found[row] = values
+        out.append(found)
+    return tuple(out)
+
+
+def counter_drift(expected, live):
+    """How many counter cells differ between two ``(metrics, signatures)`` pairs."""
+    drift = 0
+    for want, have in zip(expected, live):
+        for row in set(want) | set(have):
+            a, b = want.get(row, {}), have.get(row, {})
+            drift += sum(1 for column in set(a) | set(b) if a.get(column, 0) != b.get(column, 0))
+    return drift
+
+
+# -- acknowledgement files -------------------------------------------------------------------
+
+class AckLog:
+    """Append-only lines written with one ``os.write`` each: a SIGKILL loses no written line."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+    def write(self, *fields):
+        os.write(self.fd, (" ".join(str(f).replace("\n", " ") for f in fields) + "\n").encode())
+
+    def close(self):
+        os.close(self.fd)
+
+
+def read_acks(path):
+    """``{"S": [(id, latency_us)], "P": [id], "E": [msg], "X": [msg]}`` of an ack file."""
+    out = {"S": [], "P": [], "E": [], "X": []}
+    if not os.path.exists(path):
+        return out
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if not line.endswith("\n"):
+                continue  # never happens with one write per line; be strict anyway
+            kind, _, rest = line.rstrip("\n").partition(" ")
+            if kind == "S":
+                crash_id, latency = rest.split()
+                out["S"].append((crash_id, int(latency)))
+            elif kind in out:
+                out[kind].append(rest)
+    return out
+
+
+# -- child roles -----------------------------------------------------------------------------
+
+def _log_error(acks, exc):
+    kind = "E" if isinstance(exc, SocorroStoreError) else "X"
+    acks.write(kind, type(exc).__name__, str(exc)[:300])
+
+
+def run_writer(url, seed, start, count, ack_path, process_every=0, flush_ms=None):
+    """Save crashes ``start..start+count`` of ``seed``; process every ``process_every``-th one."""
+    from .store import open_store
+
+    acks = AckLog(ack_path)
+    try:
+        with open_store(url, counter_flush_ms=flush_ms) as store:
+            for i in range(start, start + count):
+                crash_id, raw, dumps = make_raw(seed, i)
+                began = time.perf_counter()
+                store.save_raw_crash(raw, dumps, crash_id)
+                acks.write("S", crash_id, int((time.perf_counter() - began) * 1e6))
+                if process_every and i % process_every == 0:
+                    store.save_processed(processed_doc(raw))
+                    acks.write("P", crash_id)
+    except Exception as exc:  # noqa: BLE001 - the parent classifies it
+        _log_error(acks, exc)
+        return 1
+    finally:
+        acks.close()
+    return 0
+
+
+def run_processor(url, ack_path, done_path, batch=20, name=None):
+    """Take, read and process crashes until the queue is empty and ``done_path`` exists."""
+    from .store import open_store
+
+    acks = AckLog(ack_path)
+    name = name or f"chaos-{os.getpid()}"
+    try:
+        with open_store(url) as store:
+            idle_after_done = 0
+            while idle_after_done < 2:
+                finished = os.path.exists(done_path)  # read before taking: no crash arrives after
+                ids = list(store.new_crashes(limit=batch, processor_id=name))
+                if not ids:
+                    idle_after_done += finished
+                    time.sleep(0.05)
+                    continue
+                for crash_id in ids:
+                    raw = store.get_raw_crash(crash_id)
+                    store.get_raw_dumps(crash_id)
+                    store.save_processed(processed_doc(raw))
+                    acks.write("P", crash_id)
+    except Exception as exc:  # noqa: BLE001
+        _log_error(acks, exc)
+        return 1
+    finally:
+        acks.close()
+    return 0
+
+
+def spawn(role, *args):
+    """Start ``python -m socorro_store.chaos ROLE ARGS…``; return the Popen."""
+    return subprocess.Popen([sys.executable, "-m", "socorro_store.chaos", role, *map(str, args)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def spawn_writer(url, seed, start, count, ack_path, process_every=0, flush_ms=None):
+    return spawn("writer", url, seed, start, count, ack_path, process_every, flush_ms or 0)
+
+
+def wait_for_acks(path, n, proc, timeout=60):
+    """Wait until ``path`` holds ``n`` save acknowledgements (or the child exits)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len(read_acks(path)["S"]) >= n or proc.poll() is not None:
+            return
+        time.sleep(0.01)
+
+
+def kill(proc):
+    """SIGKILL a child we started and reap it."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+# -- the gateway as a child process ----------------------------------------------------------
+
+class Gateway:
+    """``socorro-store serve`` over ``directory`` on a free loopback port (a child process)."""
+
+    def __init__(self, directory, transport="buffered", protocol="binary", extra_args=()):
+        self.directory, self.transport, self.protocol = str(directory), transport, protocol
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "socorro_store", "--url", f"embedded://{self.directory}", "serve",
+             "--port", "0", "--transport", transport, "--protocol", protocol, *extra_args],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        line = self.proc.stdout.readline()
+        match = _SERVING.search(line or "")
+        if not match:
+            kill(self.proc)
+            raise RuntimeError(f"gateway did not start: {line!r}")
+        self.port = int(match.group(1))
+
+    def url(self, **options):
+        query = "&".join([f"transport={self.transport}", f"protocol={self.protocol}",
+                          *(f"{k}={v}" for k, v in options.items())])
+        return f"hbase://127.0.0.1:{self.port}?{query}"
+
+    def rss_kb(self, field="VmRSS"):
+        """Resident memory of the server (``VmHWM`` = its peak), in KiB; 0 once it is gone."""
+        try:
+            with open(f"/proc/{self.proc.pid}/status") as handle:
+                for line in handle:
+                    if line.startswith(field + ":"):
+                        return int(line.split()[1])
+        except OSError:
+            pass
+        return 0
+
+    def kill(self):
+        kill(self.proc)
+
+    def stop(self, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                kill(self.proc)
+        return self.proc.returncode
+
+
+# -- checks ----------------------------------------------------------------------------------
+
+def check_store(url, workload, acks, reconcile=True):
+    """Check a store after a failure; return a dict of figures (all problem counts must be 0).
+
+    ``workload``: ``[(seed, start, count)]`` of every crash that may have been saved; ``acks``:
+    the merged :func:`read_acks` of every child.  Figures: acknowledged, processed_acknowledged,
+    lost, lost_processed, duplicates, half_visible (crash rows without their queue pointer before
+    repair), missing_after / orphan_after (verify-indexes after ``--repair``), drift_before /
+    drift_after (counter cells off before and after rollup), queue_drift_after.
+    """
+    from . import rollup, scrutiny
+    from .store import open_store
+
+    acked = [cid for cid, _ in acks["S"]]
+    result = {"acknowledged": len(acked), "processed_acknowledged": len(acks["P"]),
+              "duplicates": (len(acked) - len(set(acked))) + (len(acks["P"]) - len(set(acks["P"]))),
+              "lost": 0, "lost_processed": 0}
+    by_id = {}
+    for seed, start, count in workload:
+        for i in range(start, start + count):
+            crash_id, raw, dumps = make_raw(seed, i)
+            by_id[crash_id] = (raw, dumps)
+    with open_store(url) as store:
+        backend = store.backend
+        for crash_id in set(acked):
+            raw, dumps = by_id[crash_id]
+            try:
+                ok = store.get_raw_crash(crash_id) == raw and store.get_raw_dumps(crash_id) == dumps
+            except SocorroStoreError:
+                ok = False
+            result["lost"] += not ok
+        for crash_id in set(acks["P"]):
+            want = dict(processed_doc(by_id[crash_id][0]))
+            try:
+                ok = store.get_unredacted_processed(crash_id) == want
+            except SocorroStoreError:
+                ok = False
+            result["lost_processed"] += not ok
+        present = _present(backend, by_id)
+        result["stored"] = len(present)
+        listed = list(store.crashes_submitted(DAY, DAY + timedelta(days=1)))
+        result["duplicates"] += len(listed) - len(set(listed))
+        before = scrutiny.verify_indexes(backend)
+        result["half_visible"] = before[K.UNPROCESSED_FLAG]["missing"] + before[K.SUBMITTED_TIME]["missing"]
+        result["missing_before"] = sum(c["missing"] for c in before.values())
+        expected = expected_counters(present)
+        result["drift_before"] = counter_drift(expected, live_counters(backend))
+        if not reconcile:
+            return result
+        scrutiny.verify_indexes(backend, repair=True, orphan_age_s=0)
+        after = scrutiny.verify_indexes(backend)
+        result["missing_after"] = sum(c["missing"] for c in after.values())
+        result["orphan_after"] = sum(c["orphan"] for c in after.values())
+        rollup.run_rollup(backend)
+        scrutiny.reconcile_queue(backend)
+        result["drift_after"] = counter_drift(expected, live_counters(backend))
+        unprocessed = sum(1 for _raw, processed in present if not processed)
+        result["queue_drift_after"] = abs(store.queue_sizes()["standard"] - unprocessed)
+    return result
+
+
+def _present(backend, by_id):
+    """``[(raw, processed?)]`` of the workload crashes whose crash row exists."""
+    rows = {K.crash_row_key(cid): cid for cid in by_id}
+    keys = list(rows)
+    present = []
+    for i in range(0, len(keys), 500):
+        found = backend.get_rows(K.CRASH_REPORTS, keys[i:i + 500], columns=[K.COL_SUBMITTED, K.COL_PROCESSED])
+        for row, cells in found.items():
+            if K.COL_SUBMITTED in cells:
+                present.append((by_id[rows[row]][0], cells.get(K.COL_PROCESSED) == b"Y"))
+    return present
+
+
+def integrity_problems(directory):
+    """SQLite integrity problems of an engine directory (after its users are gone)."""
+    from .engine import Engine
+
+    engine = Engine(str(directory))
+    try:
+        return engine.integrity_check()
+    finally:
+        engine.close()
+
+
+def merge_acks(paths):
+    merged = {"S": [], "P": [], "E": [], "X": []}
+    for path in paths:
+        for kind, items in read_acks(path).items():
+            merged[kind] += items
+    return merged
+
+
+# -- trials ----------------------------------------------------------------------------------
+
+def writer_kill_trial(directory, seed, count=400, rng=None, flush_ms=None):
+    """Save crashes into ``embedded://directory`` in a child, SIGKILL it mid-ingest, reopen, check."""
+    from .store import open_store
+
+    rng = rng or random.Random(seed)
+    url = f"embedded://{directory}"
+    with open_store(url) as store:
+        store.create_tables()
+    ack_path = os.path.join(str(directory), "..", f"acks-{seed}")
+    proc = spawn_writer(url, seed, 0, count, ack_path, process_every=3, flush_ms=flush_ms)
+    wait_for_acks(ack_path, rng.randrange(1, 20), proc)
+    time.sleep(rng.uniform(0, 0.4))
+    killed_running = proc.poll() is None
+    kill(proc)
+    acks = read_acks(ack_path)
+    result = check_store(url, [(seed, 0, count)], acks)
+    result.update(killed_mid_ingest=killed_running, raw_errors=len(acks["X"]), typed_errors=len(acks["E"]),
+                  integrity=len(integrity_problems(directory)))
+    return result
+
+
+def gateway_kill_trial(directory, seed, count=400, writers=2, rng=None):
+    """Ingest through a gateway with ``writers`` children, SIGKILL the gateway, restart it on the
+    same directory, check through it; then stop it and check the SQLite files."""
+    from .store import open_store
+
+    rng = rng or random.Random(seed)
+    gateway = Gateway(directory)
+    try:
+        with open_store(gateway.url()) as store:
+            store.create_tables()
+        workload, procs, paths = [], [], []
+        for w in range(writers):
+            path = os.path.join(str(directory), "..", f"gw-acks-{seed}-{w}")
+            workload.append((seed, w * count, count))
+            procs.append(spawn_writer(gateway.url(timeout_ms=2000, retries=2), seed, w * count, count, path,
+                                      process_every=3))
+            paths.append(path)
+        wait_for_acks(paths[0], rng.randrange(1, 20), procs[0])
+        time.sleep(rng.uniform(0, 0.4))
+        killed_running = gateway.proc.poll() is None and all(p.poll() is None for p in procs)
+        gateway.kill()
+        for proc in procs:
+            try:
+                proc.wait(30)  # each writer gets BackendUnavailable and stops
+            except subprocess.TimeoutExpired:
+                kill(proc)
+        acks = merge_acks(paths)
+        gateway = Gateway(directory)
+        result = check_store(gateway.url(), workload, acks)
+    finally:
+        gateway.stop()
+    result.update(killed_mid_ingest=killed_running, raw_errors=len(acks["X"]), typed_errors=len(acks["E"]),
+                  raw_error_examples=acks["X"][:3], integrity=len(integrity_problems(directory)))
+    return result
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m socorro_store.chaos")
+    sub = parser.add_subparsers(dest="role", required=True)
+    w = sub.add_parser("writer")
+    for name in ("url", "seed", "start", "count", "ack", "process_every", "flush_ms"):
+        w.add_argument(name)
+    p = sub.add_parser("processor")
+    for name in ("url", "ack", "done", "batch"):
+        p.add_argument(name)
+    args = parser.parse_args(argv)
+    if args.role == "writer":
+        return run_writer(args.url, args.seed, int(args.start), int(args.count), args.ack,
+                          int(args.process_every), int(args.flush_ms) or None)
+    return run_processor(args.url, args.ack, args.done, int(args.batch))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

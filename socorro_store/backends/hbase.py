@@ -167,7 +167,7 @@ class HBaseBackend(Backend):
         name = self._name(spec.name)
         # Not retried: a lost reply to a create that worked would turn into AlreadyExists.
         self._call("create_table", lambda c: c.createTable(name, descriptors), spec.name, idempotent=False)
-        self._families.pop(spec.name, None)
+        self._families[spec.name] = set(spec.family_names)
 
     def drop_table(self, table):
         name = self._name(table)

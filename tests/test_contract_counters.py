@@ -114,6 +114,18 @@ def test_check_and_put_empty_matches_empty_value(backend, t):
     assert backend.get_row(t, b"r") == {b"one:lock": b"", b"cf:x": b"a", b"cf:y": b"b"}
 
 
+def test_check_and_put_empty_matches_missing_cell(backend, t):
+    assert backend.check_and_put(t, b"r", b"one:lock", b"", {b"one:lock": b"mine"})
+    assert backend.get_row(t, b"r") == {b"one:lock": b"mine"}
+
+
+def test_check_and_put_writes_at_or_after_the_checked_cell(backend, t):
+    future = now_ms() + 3600 * 1000
+    put(backend, t, b"r", {b"one:lock": b""}, timestamp=future)
+    assert backend.check_and_put(t, b"r", b"one:lock", b"", {b"one:lock": b"mine"})
+    assert backend.get_row(t, b"r") == {b"one:lock": b"mine"}
+
+
 def test_check_and_put_expecting_a_value(backend, t):
     put(backend, t, b"r", {b"one:state": b"queued"})
     assert not backend.check_and_put(t, b"r", b"one:state", b"done", {b"one:state": b"x"})

@@ -32,7 +32,8 @@ from datetime import datetime, timedelta, timezone
 from . import keys as K
 from .errors import SocorroStoreError
 
-DAY = datetime(2016, 9, 18, tzinfo=timezone.utc)  # closed long ago: rollup recomputes every level
+DAY = datetime(2016, 12, 31, tzinfo=timezone.utc)  # the last day of a year: one rollup closes
+UNTIL = "2017-01-01T00:00:00Z"                     # its minutes, hours, day, month and year
 SIGNATURES = ["js::GC::Mark", "nsFoo::Bar", "", None, "ünï::Code", "mozalloc_abort | 'quoted'"]
 PROCESS_TYPES = ["default", "default", "default", "plugin", "content"]
 _SERVING = re.compile(r"serving \S+ on 127\.0\.0\.1:(\d+) ")
@@ -343,7 +344,7 @@ def check_store(url, workload, acks, reconcile=True):
         after = scrutiny.verify_indexes(backend)
         result["missing_after"] = sum(c["missing"] for c in after.values())
         result["orphan_after"] = sum(c["orphan"] for c in after.values())
-        rollup.run_rollup(backend)
+        rollup.run_rollup(backend, until=UNTIL)
         scrutiny.reconcile_queue(backend)
         result["drift_after"] = counter_drift(expected, live_counters(backend))
         unprocessed = sum(1 for _raw, processed in present if not processed)
@@ -439,6 +440,52 @@ def gateway_kill_trial(directory, seed, count=400, writers=2, rng=None):
         gateway.stop()
     result.update(killed_mid_ingest=killed_running, raw_errors=len(acks["X"]), typed_errors=len(acks["E"]),
                   raw_error_examples=acks["X"][:3], integrity=len(integrity_problems(directory)))
+    return result
+
+
+def fault_trial(directory, seed, count=150, rng=None, fault_rate=0.3, delay_s=0.5):
+    """Save and process crashes through a :class:`FaultProxy` in front of a gateway, breaking
+    calls at random; then check the store through the gateway directly.
+
+    Every call must return or raise a typed error (``raw_errors`` counts anything else); a save
+    that raised is not acknowledged.  Returns :func:`check_store`'s figures plus ``faults``,
+    ``typed_errors`` and ``raw_errors``.
+    """
+    from .faultproxy import FAULTS, FaultProxy
+    from .store import open_store
+
+    rng = rng or random.Random(seed)
+    gateway = Gateway(directory)
+    proxy = FaultProxy(("127.0.0.1", gateway.port), delay_s=delay_s).start()
+    acks = {"S": [], "P": [], "E": [], "X": []}
+    try:
+        with open_store(gateway.url()) as store:
+            store.create_tables()
+        # the client timeout is shorter than the proxy's delay: a delayed reply is a timeout
+        url = f"hbase://127.0.0.1:{proxy.port}?timeout_ms={int(delay_s * 500)}&retries=3"
+        with open_store(url) as store:
+            for i in range(count):
+                if rng.random() < fault_rate:
+                    proxy.inject(rng.choice(FAULTS), rng.choice([1, 1, 2, 5]), after=rng.randrange(12))
+                crash_id, raw, dumps = make_raw(seed, i)
+                try:
+                    store.save_raw_crash(raw, dumps, crash_id)
+                    acks["S"].append((crash_id, 0))
+                    if i % 3 == 0:
+                        store.save_processed(processed_doc(raw))
+                        acks["P"].append(crash_id)
+                except SocorroStoreError as exc:
+                    acks["E"].append(f"{type(exc).__name__} {exc}")
+                except Exception as exc:  # noqa: BLE001 - a raw exception escaping is a bug
+                    acks["X"].append(f"{type(exc).__name__} {exc}")
+                proxy.clear()
+        result = check_store(gateway.url(), [(seed, 0, count)], acks)
+    finally:
+        proxy.stop()
+        gateway.stop()
+    result.update(faults=sum(proxy.injected.values()), typed_errors=len(acks["E"]),
+                  raw_errors=len(acks["X"]), raw_error_examples=acks["X"][:3], typed_error_examples=acks["E"][:10],
+                  integrity=len(integrity_problems(directory)))
     return result
 
 

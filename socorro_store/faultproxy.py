@@ -11,6 +11,7 @@ is exact for buffered and framed transports in practice.
 
     proxy = FaultProxy(("127.0.0.1", 9090)).start()
     proxy.inject("drop_after", count=2)      # the next two calls run, but their replies are lost
+    proxy.inject("truncate", after=3)         # the 4th call from now gets half its reply
     ... client connects to proxy.port ...
     proxy.injected                            # Counter of faults injected so far
     proxy.stop()
@@ -55,12 +56,16 @@ class FaultProxy:
     def __exit__(self, *exc):
         self.stop()
 
-    def inject(self, fault, count=1):
-        """Break the next ``count`` calls (over all connections) with ``fault``."""
+    def inject(self, fault, count=1, after=0):
+        """Let ``after`` calls through, then break the next ``count`` calls (over all connections)
+        with ``fault``.  ``after`` moves a fault into the middle of a multi-call operation."""
         if fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
+        for label, value in (("count", count), ("after", after)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{label} must be an int >= 0, not {value!r}")
         with self._lock:
-            self._pending.extend([fault] * count)
+            self._pending.extend([None] * after + [fault] * count)
 
     def clear(self):
         with self._lock:

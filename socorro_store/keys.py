@@ -99,8 +99,6 @@ COL_PROCESSED_JSON = b"processed_data:json"
 COL_SIGNATURE = b"processed_data:signature"
 FAMILY_RAW = b"raw_data"
 COL_CLAIM = b"processor_state:claim"
-COL_CLAIM_NAME = b"processor_state:name"
-COL_CLAIM_POSTED = b"processor_state:post_timestamp"
 COL_PAIRED = b"ids:paired"
 FAMILY_COUNTERS = b"counters"
 

@@ -17,8 +17,10 @@ per bucket.
 Claims live in the queue row's ``processor_state`` family (5 versions keep the claim history):
 
 * ``processor_state:claim`` — msgpack map ``{"processor": str, "claimed": ms, "expires": ms}``;
-  an unclaimed row holds :data:`UNCLAIMED` (msgpack ``{}``), written with the pointer itself;
-* ``processor_state:name`` / ``processor_state:post_timestamp`` — Socorro's columns, for humans.
+  an unclaimed row holds :data:`UNCLAIMED` (msgpack ``{}``), written with the pointer itself.
+
+The claim is that one cell, so a claim is one check-and-put on every backend (HBase's Thrift1
+checkAndPut writes a single cell; a second cell would cost a second round trip).
 
 A processor claims a row with ``check_and_put`` on ``processor_state:claim`` expecting the exact
 value it read (the unclaimed marker or an expired claim).  Exactly one processor wins a race.
@@ -34,12 +36,11 @@ import os
 import socket
 import threading
 import time
-from datetime import datetime, timezone
 
 import msgpack
 
 from .errors import InvalidArgument
-from .keys import (COL_CLAIM, COL_CLAIM_NAME, COL_CLAIM_POSTED, COL_OOID, CRASH_REPORTS,
+from .keys import (COL_CLAIM, COL_OOID, CRASH_REPORTS,
                    LEGACY_UNPROCESSED_FLAG, PRIORITY_PREFIX, SALTS, UNPROCESSED_FLAG, crash_row_key,
                    format_timestamp)
 
@@ -138,9 +139,7 @@ def _take(backend, table, prefix, limit, processor_id, lease_seconds, page_size)
         if current is not None and decode_claim(current).get("expires", 0) > now_ms:
             continue  # held by a live lease
         claim = encode_claim(processor_id, now_ms, now_ms + int(lease_seconds * 1000))
-        puts = {COL_CLAIM: claim, COL_CLAIM_NAME: processor_id.encode("utf-8"),
-                COL_CLAIM_POSTED: format_timestamp(datetime.now(timezone.utc))}
-        if backend.check_and_put(table, row, COL_CLAIM, current, puts):
+        if backend.check_and_put(table, row, COL_CLAIM, current, {COL_CLAIM: claim}):
             claimed += 1
             yield crash_id.decode("ascii")
             if limit is not None and claimed >= limit:

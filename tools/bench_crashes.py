@@ -55,33 +55,51 @@ def processed_for(crash_id, signature):
             "completeddatetime": datetime.now(timezone.utc).isoformat()}
 
 
+class PhaseCalls:
+    """Attributes the backend calls made since the last :meth:`mark` to a lifecycle phase."""
+
+    def __init__(self, backend):
+        self.backend, self.totals, self._seen = backend, {}, 0
+
+    def mark(self, phase):
+        now = sum(self.backend.calls.values())
+        self.totals[phase] = self.totals.get(phase, 0) + now - self._seen
+        self._seen = now
+
+
 # -- modes -----------------------------------------------------------------------------------
 
-def mode_a1(store, data, batch):
+def mode_a1(store, data, batch, phases):
     lat = []
     for raw, dumps, cid, sig in data:
         t0 = time.perf_counter()
         store.save_raw_crash(raw, dumps, cid)
+        phases.mark("submit")
         taken = list(store.new_crashes(limit=1, processor_id="bench"))
+        phases.mark("take")
         for tid in taken:
             store.save_processed(processed_for(tid, sig))
+        phases.mark("process")
         lat.append(time.perf_counter() - t0)
     return lat
 
 
-def mode_a2(store, data, batch):
+def mode_a2(store, data, batch, phases):
     lat = []
     planned = {cid: sig for _r, _d, cid, sig in data}
     for i in range(0, len(data), batch):
         t0 = time.perf_counter()
         store.save_raw_crashes([(r, d, c) for r, d, c, _s in data[i:i + batch]])
+        phases.mark("submit")
         taken = list(store.new_crashes(limit=batch, processor_id="bench"))
+        phases.mark("take")
         store.save_processed_crashes([processed_for(c, planned[c]) for c in taken])
+        phases.mark("process")
         lat.append(time.perf_counter() - t0)
     return lat
 
 
-def mode_b(store, data, batch):
+def mode_b(store, data, batch, phases):
     """Socorro 2013 (hbaseClient.put_json_dump / put_processed_json), re-created call for call."""
     backend = store.backend
     lat = []
@@ -109,6 +127,7 @@ def mode_b(store, data, batch):
             for name in names:
                 backend.increment(K.METRICS, row, K.counter_column(name), 1)
         backend.increment(K.METRICS, K.QUEUE_ROW, b"counters:inserts_unprocessed", 1)
+        phases.mark("submit")
         # processor side: scan the queue one row per call (scannerGet), plain-put the claim
         first = None
         for salt_char in K.SALTS:
@@ -116,7 +135,8 @@ def mode_b(store, data, batch):
                 if first is None or row[1:] < first[0][1:]:
                     first = (row, cells)
         qrow, qcells = first
-        backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(qrow, {K.COL_CLAIM_NAME: b"bench"})])
+        backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(qrow, {K.COL_CLAIM: b"bench"})])
+        phases.mark("take")
         tid = qcells[K.COL_OOID].decode()
         backend.get_row(K.CRASH_REPORTS, K.crash_row_key(tid), columns=[b"flags", K.COL_SUBMITTED])
         proc = prepare_processed(processed_for(tid, sig))
@@ -126,6 +146,7 @@ def mode_b(store, data, batch):
         backend.increment(K.METRICS, K.QUEUE_ROW, b"counters:deletes_unprocessed", 1)
         if prep.legacy == 0:
             backend.mutate_rows(K.LEGACY_UNPROCESSED_FLAG, [RowMutation(key, delete_row=True)])
+        phases.mark("process")
         lat.append(time.perf_counter() - t0)
     return lat
 
@@ -134,7 +155,7 @@ def sig_key_socorro(signature, crash_id):
     return signature.encode("utf-8", "surrogatepass") + crash_id.encode()  # Socorro's ambiguous layout
 
 
-def mode_c1(store, data, batch):
+def mode_c1(store, data, batch, phases):
     backend, lat = store.backend, []
     for raw, dumps, cid, sig in data:
         t0 = time.perf_counter()
@@ -146,7 +167,7 @@ def mode_c1(store, data, batch):
     return lat
 
 
-def mode_c2(store, data, batch):
+def mode_c2(store, data, batch, phases):
     backend, lat = store.backend, []
     for i in range(0, len(data), batch):
         t0 = time.perf_counter()
@@ -168,8 +189,9 @@ def run_mode(args):
     with CrashStore(open_backend(url)) as store:
         store.create_tables()
         store.backend.calls.clear()
+        phases = PhaseCalls(store.backend)
         t0 = time.perf_counter()
-        lat = MODES[mode](store, data, batch)
+        lat = MODES[mode](store, data, batch, phases)
         elapsed = time.perf_counter() - t0
         calls = dict(store.backend.calls)
         if mode in ("a1", "a2"):
@@ -180,6 +202,7 @@ def run_mode(args):
         "crashes_per_s": round(n / elapsed, 1),
         "calls_per_crash": round(sum(calls.values()) / n, 2),
         "calls_by_kind": {k: round(v / n, 2) for k, v in sorted(calls.items())},
+        "calls_by_phase": {k: round(v / n, 2) for k, v in phases.totals.items()},
         "latency_unit": "batch" if mode in ("a2", "c2") else "crash",
         "p50_ms": round(1000 * lat[len(lat) // 2], 2),
         "p99_ms": round(1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))], 2),
@@ -209,7 +232,7 @@ def main(argv=None):
                     print(f"dump_kb={shape:<4} {mode:<3} {result['crashes_per_s']:>8} crashes/s  "
                           f"{result['calls_per_crash']:>6} calls/crash  p50 {result['p50_ms']:>8} ms  "
                           f"p99 {result['p99_ms']:>8} ms per {result['latency_unit']:<5}  "
-                          f"rss {result['peak_rss_mb']} MB  {result['calls_by_kind']}", flush=True)
+                          f"rss {result['peak_rss_mb']} MB  per phase {result['calls_by_phase']}", flush=True)
     by = {(r["dump_kb"], r["mode"]): r for r in results}
     ratios = {}
     for shape in {r["dump_kb"] for r in results}:

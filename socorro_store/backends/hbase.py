@@ -281,6 +281,7 @@ class HBaseBackend(Backend):
                     results = self._call("scan", lambda c: c.scannerGetList(scanner, want), table)
                     if not results:
                         return
+                    exhausted = len(results) < want  # HBase returns a short page only at the end
                     for result in results:
                         if result.row == resume_after:
                             continue  # a scanner re-opened after a failure starts at the last row
@@ -293,6 +294,8 @@ class HBaseBackend(Backend):
                         resume_after = result.row
                         if limit is not None and returned >= limit:
                             return
+                    if exhausted:
+                        return
             except BackendUnavailable:
                 raise
             except BackendError as exc:

@@ -176,7 +176,10 @@ def parse_timestamp(value, what="timestamp"):
         raise InvalidArgument(f"{what} must be an ISO 8601 string or a datetime, not {type(value).__name__}")
     if moment.tzinfo is None:
         return moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError:  # e.g. 0001-01-01T00:00+01:00 is before datetime.min in UTC
+        raise InvalidArgument(f"{what} is out of range in UTC: {value!r}") from None
 
 
 def format_timestamp(moment):

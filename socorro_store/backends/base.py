@@ -217,6 +217,26 @@ def check_column(column, allow_family=True):
     return family, qualifier
 
 
+def check_columns(columns):
+    """Validate a read's column list (None = every column); return it as a list or None."""
+    if columns is None:
+        return None
+    if not isinstance(columns, (list, tuple)):
+        raise InvalidArgument("columns must be a list of bytes")
+    for column in columns:
+        check_column(column)
+    return list(columns)
+
+
+def check_cells_args(row, column, versions, timestamp):
+    """Validate the arguments of :meth:`Backend.get_cells`."""
+    check_row_key(row)
+    check_column(column)
+    check_timestamp(timestamp)
+    if versions is not None and (isinstance(versions, bool) or not isinstance(versions, int) or versions < 1):
+        raise InvalidArgument("versions must be an int >= 1")
+
+
 def check_mutations(mutations):
     """Validate a list of :class:`RowMutation` up front; raise :class:`InvalidArgument`."""
     if not isinstance(mutations, (list, tuple)):

@@ -248,12 +248,8 @@ class BigtableBackend(Backend):
 
     def _selection(self, families, table, columns):
         """Contract columns to ``{family: None | set of qualifiers}`` (None: every column)."""
-        if columns is None:
+        if base.check_columns(columns) is None:
             return None
-        if not isinstance(columns, (list, tuple)):
-            raise InvalidArgument("columns must be a list of bytes")
-        for column in columns:
-            base.check_column(column)
         select = {}
         for column in columns:
             family, qualifier = split_column(column)
@@ -425,11 +421,7 @@ class BigtableBackend(Backend):
             self._check_limits(row)
         base.check_timestamp(timestamp)
         bts.check_ms(timestamp)
-        if columns is not None:
-            if not isinstance(columns, (list, tuple)):
-                raise InvalidArgument("columns must be a list of bytes")
-            for column in columns:
-                base.check_column(column)
+        base.check_columns(columns)
         if not rows:
             return {}
         families = self._families_of(table)
@@ -444,13 +436,9 @@ class BigtableBackend(Backend):
         return {key: self._row_dict(by_key[key], include_timestamp) for key in query.row_keys if key in by_key}
 
     def get_cells(self, table, row, column, versions=None, timestamp=None):
-        base.check_row_key(row)
+        base.check_cells_args(row, column, versions, timestamp)
         self._check_limits(row)
-        base.check_column(column)
-        base.check_timestamp(timestamp)
         bts.check_ms(timestamp)
-        if versions is not None and (isinstance(versions, bool) or not isinstance(versions, int) or versions < 1):
-            raise InvalidArgument("versions must be >= 1")
         families = self._families_of(table)
         family, qualifier = split_column(column)
         name = self._family(families, table, family)

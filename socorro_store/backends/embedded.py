@@ -12,12 +12,8 @@ def _family_key(name):
 
 def engine_columns(columns):
     """Contract columns (``b"f"`` / ``b"f:q"``) to engine selectors ``[(family, qual|None)]``."""
-    if columns is None:
+    if base.check_columns(columns) is None:
         return None
-    if not isinstance(columns, (list, tuple)):
-        raise InvalidArgument("columns must be a list of bytes")
-    for column in columns:
-        base.check_column(column)
     return [split_column(c) for c in columns]
 
 
@@ -80,11 +76,7 @@ class EmbeddedBackend(Backend):
         return {row: row_dict(cells, include_timestamp) for row, cells in found}
 
     def get_cells(self, table, row, column, versions=None, timestamp=None):
-        base.check_row_key(row)
-        base.check_column(column)
-        base.check_timestamp(timestamp)
-        if versions is not None and versions < 1:
-            raise InvalidArgument("versions must be >= 1")
+        base.check_cells_args(row, column, versions, timestamp)
         self.count_call("get_cells")
         found = self.engine.get(table, [row], [split_column(column)], timestamp,
                                 versions=versions or 2**31 - 1)

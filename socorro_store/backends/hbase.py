@@ -237,20 +237,11 @@ class HBaseBackend(Backend):
         return out
 
     def _check_columns(self, table, columns):
-        if columns is None:
-            return
-        if not isinstance(columns, (list, tuple)):
-            raise InvalidArgument("columns must be a list of bytes")
-        for column in columns:
-            base.check_column(column)
-        self._check_families(table, columns)
+        if base.check_columns(columns) is not None:
+            self._check_families(table, columns)
 
     def get_cells(self, table, row, column, versions=None, timestamp=None):
-        base.check_row_key(row)
-        base.check_column(column)
-        base.check_timestamp(timestamp)
-        if versions is not None and versions < 1:
-            raise InvalidArgument("versions must be >= 1")
+        base.check_cells_args(row, column, versions, timestamp)
         self._check_families(table, [column])
         name, n = self._name(table), versions or 2**31 - 1
         if timestamp is None:

@@ -19,6 +19,7 @@ thread.  Several processes may share a directory (SQLite's own locking serialise
 intended way to share it is ``socorro-store serve``.
 """
 
+import contextlib
 import os
 import sqlite3
 import struct
@@ -57,6 +58,18 @@ class _Table:
             with self.readers_lock:
                 self.readers.append(conn)
         return conn
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """The write connection inside ``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on error)."""
+        with self.write_lock:
+            self.writer.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.writer
+                self.writer.execute("COMMIT")
+            except BaseException:
+                self.writer.execute("ROLLBACK")
+                raise
 
     def close(self):
         with self.readers_lock:
@@ -158,29 +171,22 @@ class Engine:
                 encoded.append((row, fam, qual, spec.versions - 1, *codec.encode(value, spec.compressed)))
             for fam, _qual in deletes:
                 self._family(info, fam)
-        with table.write_lock:
-            conn = table.writer
+        with table.transaction() as conn:
             ts_now = now_ms()
             write_ts = ts_now if timestamp is None else timestamp
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                masked = _MarkerCache(conn)
-                cells, prunes = [], []
-                for row, fam, qual, keep_older, cell_codec, stored in encoded:
-                    if not masked(row, fam, qual, write_ts):
-                        cells.append((row, fam, qual, write_ts, cell_codec, stored))
-                        prunes.append((row, fam, qual, keep_older))
-                conn.executemany("INSERT OR REPLACE INTO cells (row, fam, qual, ts, codec, value) "
-                                 "VALUES (?,?,?,?,?,?)", cells)
-                _prune(conn, prunes)
-                for row, _puts, deletes, delete_row in mutations:
-                    targets = [(fam, None) for fam in info.families] if delete_row else deletes
-                    for fam, qual in targets:
-                        _delete(conn, row, fam, qual, write_ts)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            masked = _MarkerCache(conn)
+            cells, prunes = [], []
+            for row, fam, qual, keep_older, cell_codec, stored in encoded:
+                if not masked(row, fam, qual, write_ts):
+                    cells.append((row, fam, qual, write_ts, cell_codec, stored))
+                    prunes.append((row, fam, qual, keep_older))
+            conn.executemany("INSERT OR REPLACE INTO cells (row, fam, qual, ts, codec, value) "
+                             "VALUES (?,?,?,?,?,?)", cells)
+            _prune(conn, prunes)
+            for row, _puts, deletes, delete_row in mutations:
+                targets = [(fam, None) for fam in info.families] if delete_row else deletes
+                for fam, qual in targets:
+                    _delete(conn, row, fam, qual, write_ts)
 
     def increment(self, name, increments):
         """Apply ``[(row, family, qualifier, amount)]`` atomically; return the new values.
@@ -192,30 +198,23 @@ class Engine:
         for _row, fam, _qual, _amount in increments:
             self._family(info, fam)
         results = []
-        with table.write_lock:
-            conn = table.writer
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                ts_now = now_ms()
-                for row, fam, qual, amount in increments:
-                    spec = info.families[fam]
-                    current = _latest(conn, row, fam, qual, spec, ts_now)
-                    if current is None:
-                        value, ts = amount, ts_now
-                    else:
-                        old = current[1]
-                        if len(old) != 8:
-                            raise NotACounter(f"Field is not a long, it's {len(old)} bytes wide")
-                        value = _wrap(_COUNTER.unpack(old)[0] + amount)
-                        ts = max(current[0] + 1, ts_now)
-                    conn.execute("INSERT OR REPLACE INTO cells (row, fam, qual, ts, codec, value) VALUES (?,?,?,?,?,?)",
-                                 (row, fam, qual, ts, codec.RAW, _COUNTER.pack(value)))
-                    _prune(conn, [(row, fam, qual, spec.versions - 1)])
-                    results.append(value)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with table.transaction() as conn:
+            ts_now = now_ms()
+            for row, fam, qual, amount in increments:
+                spec = info.families[fam]
+                current = _latest(conn, row, fam, qual, spec, ts_now)
+                if current is None:
+                    value, ts = amount, ts_now
+                else:
+                    old = current[1]
+                    if len(old) != 8:
+                        raise NotACounter(f"Field is not a long, it's {len(old)} bytes wide")
+                    value = _wrap(_COUNTER.unpack(old)[0] + amount)
+                    ts = max(current[0] + 1, ts_now)
+                conn.execute("INSERT OR REPLACE INTO cells (row, fam, qual, ts, codec, value) VALUES (?,?,?,?,?,?)",
+                             (row, fam, qual, ts, codec.RAW, _COUNTER.pack(value)))
+                _prune(conn, [(row, fam, qual, spec.versions - 1)])
+                results.append(value)
         return results
 
     def check_and_put(self, name, row, family, qualifier, expected, puts):
@@ -228,23 +227,16 @@ class Engine:
         spec = self._family(info, family)
         for fam, _qual, _value in puts:
             self._family(info, fam)
-        with table.write_lock:
-            conn = table.writer
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                ts_now = now_ms()
-                current = _latest(conn, row, family, qualifier, spec, ts_now)
-                if expected:
-                    matched = current is not None and current[1] == expected
-                else:
-                    matched = current is None or current[1] == b""
-                if matched:
-                    ts = max(ts_now, current[0]) if current else ts_now
-                    self._put_cells(conn, info, row, puts, ts)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with table.transaction() as conn:
+            ts_now = now_ms()
+            current = _latest(conn, row, family, qualifier, spec, ts_now)
+            if expected:
+                matched = current is not None and current[1] == expected
+            else:
+                matched = current is None or current[1] == b""
+            if matched:
+                ts = max(ts_now, current[0]) if current else ts_now
+                self._put_cells(conn, info, row, puts, ts)
         return matched
 
     def append(self, name, row, appends):
@@ -253,21 +245,14 @@ class Engine:
         for fam, _qual, _delta in appends:
             self._family(info, fam)
         out = []
-        with table.write_lock:
-            conn = table.writer
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                ts_now = now_ms()
-                for fam, qual, delta in appends:
-                    current = _latest(conn, row, fam, qual, info.families[fam], ts_now)
-                    value = (current[1] if current else b"") + delta
-                    ts = max(current[0] + 1, ts_now) if current else ts_now
-                    self._put_cells(conn, info, row, [(fam, qual, value)], ts)
-                    out.append((fam, qual, ts, value))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with table.transaction() as conn:
+            ts_now = now_ms()
+            for fam, qual, delta in appends:
+                current = _latest(conn, row, fam, qual, info.families[fam], ts_now)
+                value = (current[1] if current else b"") + delta
+                ts = max(current[0] + 1, ts_now) if current else ts_now
+                self._put_cells(conn, info, row, [(fam, qual, value)], ts)
+                out.append((fam, qual, ts, value))
         return out
 
     @staticmethod
@@ -367,27 +352,21 @@ class Engine:
         """Major compaction: drop expired and over-VERSIONS cells and every delete marker."""
         info, table = self._table(name, check_enabled=False)
         ts_now = now_ms()
+        with table.transaction() as conn:
+            for fam, spec in info.families.items():
+                if spec.ttl < FOREVER:
+                    conn.execute("DELETE FROM cells WHERE fam=? AND ts <= ?",
+                                 (fam, ts_now - spec.ttl * 1000))
+                conn.execute(
+                    "DELETE FROM cells WHERE fam=? AND (row, qual, ts) IN ("
+                    " SELECT row, qual, ts FROM (SELECT row, qual, ts, ROW_NUMBER() OVER"
+                    " (PARTITION BY row, qual ORDER BY ts DESC) AS n FROM cells WHERE fam=?)"
+                    " WHERE n > ?)", (fam, fam, spec.versions))
+            conn.execute("DELETE FROM cells WHERE fam NOT IN (%s)" % ",".join("?" * len(info.families)),
+                         tuple(info.families))
+            conn.execute("DELETE FROM markers")
         with table.write_lock:
-            conn = table.writer
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                for fam, spec in info.families.items():
-                    if spec.ttl < FOREVER:
-                        conn.execute("DELETE FROM cells WHERE fam=? AND ts <= ?",
-                                     (fam, ts_now - spec.ttl * 1000))
-                    conn.execute(
-                        "DELETE FROM cells WHERE fam=? AND (row, qual, ts) IN ("
-                        " SELECT row, qual, ts FROM (SELECT row, qual, ts, ROW_NUMBER() OVER"
-                        " (PARTITION BY row, qual ORDER BY ts DESC) AS n FROM cells WHERE fam=?)"
-                        " WHERE n > ?)", (fam, fam, spec.versions))
-                conn.execute("DELETE FROM cells WHERE fam NOT IN (%s)" % ",".join("?" * len(info.families)),
-                             tuple(info.families))
-                conn.execute("DELETE FROM markers")
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            table.writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def integrity_check(self):
         """Run SQLite's integrity check on every file; return a list of problems (empty = fine)."""

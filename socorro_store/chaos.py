@@ -489,6 +489,61 @@ def fault_trial(directory, seed, count=150, rng=None, fault_rate=0.3, delay_s=0.
     return result
 
 
+def load_run(directory, crashes=20_000, collectors=4, processors=4, seed="load"):
+    """``collectors`` writer processes save ``crashes`` crashes through one gateway while
+    ``processors`` processor processes take and process them; then check everything.
+
+    Returns :func:`check_store`'s figures plus processed_unique, processed_twice, errors,
+    crashes_per_s (acknowledged saves over the ingest wall time), save_p50_ms / save_p99_ms
+    and gateway_peak_rss_mb.
+    """
+    gateway = Gateway(directory)
+    root = os.path.dirname(os.path.abspath(str(directory)))
+    done = os.path.join(root, "collectors-done")
+    try:
+        from .store import open_store
+
+        with open_store(gateway.url()) as store:
+            store.create_tables()
+        share = -(-crashes // collectors)
+        writers, writer_paths, workload = [], [], []
+        began = time.monotonic()
+        for c in range(collectors):
+            count = min(share, crashes - c * share)
+            path = os.path.join(root, f"collector-{c}")
+            workload.append((seed, c * share, count))
+            writers.append(spawn_writer(gateway.url(), seed, c * share, count, path))
+            writer_paths.append(path)
+        readers, reader_paths = [], []
+        for p in range(processors):
+            path = os.path.join(root, f"processor-{p}")
+            readers.append(spawn("processor", gateway.url(), path, done, 50))
+            reader_paths.append(path)
+        for proc in writers:
+            proc.wait()
+        ingest_s = time.monotonic() - began
+        open(done, "w").close()
+        for proc in readers:
+            proc.wait()
+        total_s = time.monotonic() - began
+        saved, processed = merge_acks(writer_paths), merge_acks(reader_paths)
+        acks = {"S": saved["S"], "P": processed["P"], "E": saved["E"] + processed["E"],
+                "X": saved["X"] + processed["X"]}
+        peak_kb = gateway.rss_kb("VmHWM")
+        result = check_store(gateway.url(), workload, acks)
+    finally:
+        gateway.stop()
+    latencies = sorted(us for _cid, us in acks["S"]) or [0]
+    result.update(
+        processed_unique=len(set(acks["P"])), processed_twice=len(acks["P"]) - len(set(acks["P"])),
+        errors=acks["E"] + acks["X"], crashes_per_s=len(acks["S"]) / ingest_s,
+        processed_per_s=len(set(acks["P"])) / total_s,
+        save_p50_ms=latencies[len(latencies) // 2] / 1000,
+        save_p99_ms=latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] / 1000,
+        gateway_peak_rss_mb=peak_kb / 1024, integrity=len(integrity_problems(directory)))
+    return result
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m socorro_store.chaos")
     sub = parser.add_subparsers(dest="role", required=True)

@@ -306,7 +306,10 @@ def enqueue_priority(backend, crash_ids, now, counter_sink=None):
 
     A crash that already has a pending priority request keeps it (no duplicate row).
     """
-    crash_ids = list(dict.fromkeys(crash_ids))
+    try:
+        crash_ids = list(dict.fromkeys(crash_ids))
+    except TypeError:  # not iterable, or unhashable items
+        raise InvalidArgument(f"crash ids must be a list of crash ids, not {type(crash_ids).__name__}") from None
     for crash_id in crash_ids:
         K.validate_crash_id(crash_id)
     states = read_states(backend, crash_ids)

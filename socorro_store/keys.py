@@ -417,6 +417,8 @@ def parse_metrics_row(row):
     """
     if isinstance(row, str):
         row = row.encode("utf-8")
+    if not isinstance(row, bytes):
+        raise InvalidArgument(f"a metrics row must be str or bytes, not {type(row).__name__}")
     if row == QUEUE_ROW:
         return "queues", None
     text = row.decode("ascii", "replace")

@@ -186,6 +186,18 @@ class Backend(abc.ABC):
 
 # -- shared argument validation -------------------------------------------------------------
 
+def check_table_spec_names(spec):
+    """Refuse the names HBase refuses that would also be unusable here: an empty table name, and
+    a family name that is empty or holds ``:`` (a column splits at its first ``:``, so such a
+    family could never be addressed).  Other names, however hostile (quotes, NUL, ``../``), are
+    stored and read back exactly: they never reach SQL text or a file path."""
+    if not isinstance(spec.name, str) or not spec.name:
+        raise InvalidArgument(f"table name must be a non-empty str: {spec.name!r}")
+    for family in spec.families:
+        if not isinstance(family.name, str) or not family.name or ":" in family.name:
+            raise InvalidArgument(f"Illegal column family name {family.name!r}: empty or holds ':'")
+
+
 def check_row_key(row):
     if not isinstance(row, bytes):
         raise InvalidArgument(f"row key must be bytes, not {type(row).__name__}")

@@ -35,6 +35,7 @@ class EmbeddedBackend(Backend):
 
     # -- admin -------------------------------------------------------------------------------
     def create_table(self, spec):
+        base.check_table_spec_names(spec)
         self.count_call("create_table")
         self.engine.create_table(spec.name, list(spec.families))
 

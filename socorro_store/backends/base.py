@@ -269,6 +269,24 @@ def check_mutations(mutations):
             check_column(column)
 
 
+def check_check_and_put(row, column, expected, puts):
+    """Validate :meth:`Backend.check_and_put` arguments; return the checked ``(family, qualifier)``."""
+    check_row_key(row)
+    family, qualifier = check_column(column, allow_family=False)
+    if expected is not None and not isinstance(expected, bytes):
+        raise InvalidArgument("expected value must be bytes or None")
+    check_mutations([RowMutation(row, puts)])
+    return family, qualifier
+
+
+def check_increments(increments):
+    """Validate an iterable of :class:`Increment`; return it as a list."""
+    increments = list(increments)
+    for inc in increments:
+        check_increment(inc)
+    return increments
+
+
 def check_increment(inc):
     if not isinstance(inc, Increment):
         raise InvalidArgument(f"expected Increment, got {type(inc).__name__}")

@@ -470,9 +470,7 @@ class BigtableBackend(Backend):
         return self._increment_row(table, row, {self._counter_column(inc): amount})[0]
 
     def increment_many(self, increments):
-        increments = list(increments)
-        for inc in increments:
-            base.check_increment(inc)
+        increments = base.check_increments(increments)
         by_row = {}  # (table, row) -> {(family, qualifier): summed amount}, in first-seen order
         for inc in increments:
             amounts = by_row.setdefault((inc.table, inc.row), {})
@@ -534,11 +532,7 @@ class BigtableBackend(Backend):
                         raise NotACounter(f"Field is not a long, it's {len(c.value)} bytes wide")
 
     def check_and_put(self, table, row, column, expected, puts):
-        base.check_row_key(row)
-        family, qualifier = base.check_column(column, allow_family=False)
-        if expected is not None and not isinstance(expected, bytes):
-            raise InvalidArgument("expected value must be bytes or None")
-        base.check_mutations([base.RowMutation(row, puts)])
+        family, qualifier = base.check_check_and_put(row, column, expected, puts)
         self._check_limits(row, [qualifier] + [split_column(c)[1] for c in puts])
         families = self._families_of(table)
         name = self._family(families, table, family)

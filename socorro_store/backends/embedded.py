@@ -1,6 +1,5 @@
 """The embedded backend: the contract on the in-process engine (``embedded://DIR``)."""
 
-from ..errors import InvalidArgument
 from ..engine import Engine
 from . import base
 from .base import Backend, split_column
@@ -116,9 +115,7 @@ class EmbeddedBackend(Backend):
         return self.engine.increment(table, [(row, family, qualifier or b"", amount)])[0]
 
     def increment_many(self, increments):
-        increments = list(increments)
-        for inc in increments:
-            base.check_increment(inc)
+        increments = base.check_increments(increments)
         by_table = {}
         for inc in increments:
             family, qualifier = split_column(inc.column)
@@ -129,11 +126,7 @@ class EmbeddedBackend(Backend):
             self.engine.increment(table, batch)
 
     def check_and_put(self, table, row, column, expected, puts):
-        base.check_row_key(row)
-        family, qualifier = base.check_column(column, allow_family=False)
-        if expected is not None and not isinstance(expected, bytes):
-            raise InvalidArgument("expected value must be bytes or None")
-        base.check_mutations([base.RowMutation(row, puts)])
+        family, qualifier = base.check_check_and_put(row, column, expected, puts)
         cells = [(*split_column(c), v) for c, v in puts.items()]
         self.count_call("check_and_put")
         return self.engine.check_and_put(table, row, family, qualifier, expected, cells)

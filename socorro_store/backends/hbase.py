@@ -309,9 +309,7 @@ class HBaseBackend(Backend):
                                                                    amount), table, idempotent=False)
 
     def increment_many(self, increments):
-        increments = list(increments)
-        for inc in increments:
-            base.check_increment(inc)
+        increments = base.check_increments(increments)
         by_table = {}
         for inc in increments:
             by_table.setdefault(inc.table, []).append(inc.column)
@@ -327,11 +325,7 @@ class HBaseBackend(Backend):
         self._call("increment_many", lambda c: c.incrementRows(batch), idempotent=False)
 
     def check_and_put(self, table, row, column, expected, puts):
-        base.check_row_key(row)
-        base.check_column(column, allow_family=False)
-        if expected is not None and not isinstance(expected, bytes):
-            raise InvalidArgument("expected value must be bytes or None")
-        base.check_mutations([base.RowMutation(row, puts)])
+        base.check_check_and_put(row, column, expected, puts)
         if not puts:
             raise InvalidArgument("check_and_put needs at least one cell to put")
         self._check_families(table, [column, *puts])

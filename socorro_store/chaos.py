@@ -23,7 +23,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 import zlib

@@ -29,6 +29,7 @@ from thriftpy2.transport import TCyBufferedTransport, TTransportException
 
 from ..errors import InvalidArgument
 from .handler import GatewayProcessor, Hbase, HbaseHandler
+from .wire import GuardedBinaryProtocolFactory, GuardedCompactProtocolFactory
 
 log = logging.getLogger(__name__)
 
@@ -182,10 +183,11 @@ class GatewayServer:
         self.port = self._listener.getsockname()[1]
         self.handler = HbaseHandler(engine, host, self.port)
         self.processor = GatewayProcessor(Hbase.Hbase, self.handler)
+        # Requests are decoded by guarded protocols (see wire.py); replies use the fastest encoder.
         if protocol == "binary":
-            self._protocols = TCyBinaryProtocolFactory()
+            self._readers, self._writers = GuardedBinaryProtocolFactory(), TCyBinaryProtocolFactory()
         else:
-            self._protocols = TCompactProtocolFactory()
+            self._readers, self._writers = GuardedCompactProtocolFactory(), TCompactProtocolFactory()
 
     @staticmethod
     def _listen(host, port):
@@ -231,11 +233,12 @@ class GatewayServer:
 
     def _serve_connection(self, sock):
         stream = _ClientSocket(sock, self)
-        proto = self._protocols.get_protocol(TCyBufferedTransport(stream))
+        trans = TCyBufferedTransport(stream)
+        iprot, oprot = self._readers.get_protocol(trans), self._writers.get_protocol(trans)
         try:
             while not self.stopping:
                 stream.awaiting = True
-                self.processor.process(proto, proto)
+                self.processor.process(iprot, oprot)
         except TTransportException:
             pass
         except Exception as exc:  # noqa: BLE001 - garbage on the wire ends this connection only

@@ -44,10 +44,9 @@ This library has no downstream feeder: ``deletes_processed_*`` move only through
 crashes of that signature submitted in the interval.
 
 First-seen detection (unique_crash_signatures): :func:`first_seen` reads the signature rows of a
-batch once; missing interval columns are created at 0 with one ``check_and_put(expected=None)``
-on the coarsest missing one.  Only one writer can win that race, so each (signature, interval) is
-counted once live, whatever the number of processors.  (Expiry must drop finer columns no later
-than coarser ones, which the wiki's retention — 48 h, 30 d, 3 months, 3 years — does.)
+batch once; each missing interval column is created at 0 by a single-cell
+``check_and_put(expected=None)``.  Only one writer can win each, so every (signature, interval)
+is counted once live, whatever the number of processors.
 """
 
 import threading
@@ -146,40 +145,29 @@ def first_seen(backend, pairs):
     """Detect (signature, interval) pairs seen for the first time; return the metrics increments.
 
     ``pairs`` is an iterable of ``(signature, submitted time)``.  The signature rows are read
-    once.  For a crash whose interval columns are missing, the coarsest missing level L is
-    created with ``check_and_put(L, expected=None)`` together with zero cells for every finer
-    missing level.  That is one call per new (signature, interval), not one per level, and it is
-    exact: a coarser column never exists without its finer ones being created in the same put
-    (counters are created here before they are incremented), so whoever wins L is the first to
-    see every level it creates.  A loser re-reads the row and retries with what is still
-    missing.  The winner (only it) gets a ``unique_crash_signatures`` increment per level.
+    once; every interval column still missing is then created at 0 with a single-cell
+    ``check_and_put(expected=None)``, all of them in one ``check_and_put_many``.  Each column is
+    created exactly once whatever the number of processors, so only its creator counts the
+    interval in ``unique_crash_signatures``: exact live, with one cell per conditional put (which
+    HBase's Thrift1 checkAndPut requires to be atomic).  Counters are created here before they
+    are incremented, so an increment never makes a column exist first.
     """
-    items = {}
+    wanted = {}
     for signature, submitted in pairs:
         row = signature_row(signature)
         rows = metrics_rows(submitted)
-        levels = tuple((column, rows[level]) for level, column in signature_counter_columns(submitted).items())
-        items[(row, levels)] = None  # ordered set: hour, day, month, year
-    if not items:
+        for level, column in signature_counter_columns(submitted).items():
+            wanted[(row, column)] = rows[level]
+    if not wanted:
         return []
-    rows = sorted({row for row, _levels in items})
-    columns = sorted({column for _row, levels in items for column, _m in levels})
+    rows = sorted({row for row, _column in wanted})
+    columns = sorted({column for _row, column in wanted})
     found = backend.get_rows(SIGNATURES, rows, columns=columns)
-    present = {row: set(found.get(row, {})) for row in rows}
-    out = []
-    for row, levels in items:
-        while True:
-            missing = [(column, mrow) for column, mrow in levels if column not in present[row]]
-            if not missing:
-                break
-            coarsest = missing[-1][0]
-            puts = {column: encode_counter(0) for column, _m in missing}
-            if backend.check_and_put(SIGNATURES, row, coarsest, None, puts):
-                present[row].update(puts)
-                out += [Increment(METRICS, mrow, counter_column(UNIQUE_SIGNATURES), 1) for _c, mrow in missing]
-                break
-            present[row] = set(backend.get_row(SIGNATURES, row, columns=[c for c, _m in levels]))
-    return out
+    missing = [key for key in wanted if key[1] not in found.get(key[0], {})]
+    created = backend.check_and_put_many(
+        SIGNATURES, [(row, column, None, {column: encode_counter(0)}) for row, column in missing])
+    return [Increment(METRICS, wanted[key], counter_column(UNIQUE_SIGNATURES), 1)
+            for key, won in zip(missing, created) if won]
 
 
 def active_installations_put(product, day, count):

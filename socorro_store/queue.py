@@ -53,6 +53,7 @@ QUEUES = {
 UNCLAIMED = msgpack.packb({})
 DEFAULT_LEASE_SECONDS = 300
 DEFAULT_PAGE_SIZE = 256
+CLAIM_GROUP = 16  # claims per call when the caller gave no limit
 
 
 def queue_table(queue):
@@ -109,8 +110,9 @@ def take(backend, limit=None, queue="standard", processor_id=None, lease_seconds
          page_size=DEFAULT_PAGE_SIZE):
     """Claim crashes from ``queue`` in order; return an iterator of crash ids.
 
-    Arguments are validated now; rows are scanned and claimed lazily as the caller iterates, and
-    a caller that stops iterating claims nothing more.  ``limit`` caps the number of claims.
+    Arguments are validated now; rows are scanned and claimed lazily, a group at a time, as the
+    caller iterates.  ``limit`` caps the number of claims; without one, a caller that stops
+    iterating may leave up to :data:`CLAIM_GROUP` crashes claimed until their lease expires.
     """
     table, prefix = queue_table(queue)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
@@ -132,18 +134,32 @@ def _take(backend, table, prefix, limit, processor_id, lease_seconds, page_size)
     claimed = 0
     rows = merged_scan(backend, table, prefix, columns=[COL_OOID, COL_CLAIM], page_size=page_size)
     rows = ((row, cells) for row, cells in rows if cells.get(COL_OOID))  # half-deleted: repair's job
-    for row, cells in with_crash_rows(backend, rows, lambda item: item[1][COL_OOID], page_size):
-        crash_id = cells[COL_OOID]
-        current = cells.get(COL_CLAIM)
+    candidates = with_crash_rows(backend, rows, lambda item: item[1][COL_OOID], page_size)
+    while True:
+        # Claim in groups (one check_and_put_many each), never more than the limit still allows,
+        # and without a limit in small groups: a caller that stops iterating leaves at most a
+        # group claimed, and those come back when their lease expires.
+        want = CLAIM_GROUP if limit is None else min(page_size, limit - claimed)
         now_ms = int(time.time() * 1000)
-        if current is not None and decode_claim(current).get("expires", 0) > now_ms:
-            continue  # held by a live lease
+        group = []
+        for row, cells in candidates:
+            current = cells.get(COL_CLAIM)
+            if current is not None and decode_claim(current).get("expires", 0) > now_ms:
+                continue  # held by a live lease
+            group.append((row, cells[COL_OOID], current))
+            if len(group) >= want:
+                break
+        if not group:
+            return
         claim = encode_claim(processor_id, now_ms, now_ms + int(lease_seconds * 1000))
-        if backend.check_and_put(table, row, COL_CLAIM, current, {COL_CLAIM: claim}):
-            claimed += 1
-            yield crash_id.decode("ascii")
-            if limit is not None and claimed >= limit:
-                return
+        won = backend.check_and_put_many(
+            table, [(row, COL_CLAIM, current, {COL_CLAIM: claim}) for row, _cid, current in group])
+        for (_row, crash_id, _current), ok in zip(group, won):
+            if ok:
+                claimed += 1
+                yield crash_id.decode("ascii")
+        if limit is not None and claimed >= limit:
+            return
 
 
 def with_crash_rows(backend, items, crash_id_of, chunk=DEFAULT_PAGE_SIZE):

@@ -283,3 +283,43 @@ def test_calls_are_counted_by_kind(backend, t):
     assert set(inc).isdisjoint(cap) and set(inc).isdisjoint(mutation)
     assert all(isinstance(kind, str) for kind in backend.calls)
     assert all(n > 0 for n in backend.calls.values())
+
+
+def test_check_and_put_many_answers_each_item(backend, t):
+    put(backend, t, b"b", {b"one:lock": b"held"})
+    won = backend.check_and_put_many(t, [
+        (b"a", b"one:lock", None, {b"one:lock": b"me"}),       # absent: applied
+        (b"b", b"one:lock", None, {b"one:lock": b"me"}),       # present: refused
+        (b"b", b"one:lock", b"held", {b"one:lock": b"mine"}),  # expected value: applied
+        (b"a", b"one:lock", None, {b"one:lock": b"again"}),    # sees the first item's put
+    ])
+    assert won == [True, False, True, False]
+    assert backend.get_rows(t, [b"a", b"b"]) == {b"a": {b"one:lock": b"me"}, b"b": {b"one:lock": b"mine"}}
+    assert backend.check_and_put_many(t, []) == []
+
+
+def test_check_and_put_many_bad_item_writes_nothing(backend, t):
+    items = [(b"a", b"one:lock", None, {b"one:lock": b"me"}), (b"", b"one:lock", None, {b"one:lock": b"x"})]
+    with pytest.raises(InvalidArgument):
+        backend.check_and_put_many(t, items)
+    with pytest.raises(InvalidArgument):
+        backend.check_and_put_many(t, [(b"a", b"one:lock", None)])
+    assert all_rows(backend, t) == []
+
+
+def test_check_and_put_many_racing_threads_claim_each_row_once(backend, t):
+    rows = [b"r%02d" % i for i in range(20)]
+    wins = []
+    lock = threading.Lock()
+
+    def claimer(name):
+        won = backend.check_and_put_many(t, [(r, b"one:claim", None, {b"one:claim": name}) for r in rows])
+        with lock:
+            wins.extend(r for r, ok in zip(rows, won) if ok)
+
+    threads = [threading.Thread(target=claimer, args=(b"p%d" % i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(wins) == rows

@@ -180,6 +180,16 @@ class Backend(abc.ABC):
         in a separate (idempotent) mutate.  Put the cell that carries the claim first.
         """
 
+    def check_and_put_many(self, table, items):
+        """Independent check-and-puts ``[(row, column, expected, puts)]``; one bool per item.
+
+        Each item is atomic on its own (as :meth:`check_and_put`); items are not atomic together.
+        Backends batch them (the embedded engine in one transaction) or overlap their round
+        trips; this default runs them one after another.
+        """
+        items = check_check_and_put_items(items)
+        return [self.check_and_put(table, *item) for item in items]
+
     def compact(self, table):
         """Purge deleted, expired and over-VERSIONS cells (HBase major compaction).  Optional."""
 
@@ -277,6 +287,18 @@ def check_check_and_put(row, column, expected, puts):
         raise InvalidArgument("expected value must be bytes or None")
     check_mutations([RowMutation(row, puts)])
     return family, qualifier
+
+
+def check_check_and_put_items(items):
+    """Validate the items of :meth:`Backend.check_and_put_many`; return them as a list."""
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        raise InvalidArgument("check_and_put_many needs a list of (row, column, expected, puts)")
+    items = list(items)
+    for item in items:
+        if not isinstance(item, tuple) or len(item) != 4:
+            raise InvalidArgument("each check_and_put_many item is a (row, column, expected, puts) tuple")
+        check_check_and_put(*item)
+    return items
 
 
 def check_increments(increments):

@@ -131,6 +131,17 @@ class EmbeddedBackend(Backend):
         self.count_call("check_and_put")
         return self.engine.check_and_put(table, row, family, qualifier, expected, cells)
 
+    def check_and_put_many(self, table, items):
+        items = base.check_check_and_put_items(items)
+        if not items:
+            return []
+        engine_items = []
+        for row, column, expected, puts in items:
+            family, qualifier = split_column(column)
+            engine_items.append((row, family, qualifier, expected, [(*split_column(c), v) for c, v in puts.items()]))
+        self.count_call("check_and_put_many")
+        return self.engine.check_and_put_many(table, engine_items)
+
     def compact(self, table):
         self.count_call("compact")
         self.engine.compact(table)

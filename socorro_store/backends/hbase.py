@@ -16,6 +16,7 @@ caller gets :class:`BackendUnavailable` and the outcome is unknown (rollups make
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import happybase
 from thriftpy2.thrift import TApplicationException, TException
@@ -77,6 +78,7 @@ class HBaseBackend(Backend):
                                  timeout=timeout_ms, table_prefix=table_prefix)
         self._pool_size = pool_size
         self._pool = None
+        self._executor = None
         self._pool_lock = threading.Lock()
         self._families = {}
 
@@ -89,6 +91,9 @@ class HBaseBackend(Backend):
     def close(self):
         with self._pool_lock:
             pool, self._pool = self._pool, None
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
         if pool is not None:
             while True:
                 try:
@@ -340,6 +345,17 @@ class HBaseBackend(Backend):
         if applied and rest:
             self.mutate_rows(table, [base.RowMutation(row, dict(rest))])
         return applied
+
+    def check_and_put_many(self, table, items):
+        """The items' checkAndPut calls overlap, up to ``pool_size`` at a time (one RPC each)."""
+        items = base.check_check_and_put_items(items)
+        if len(items) <= 1 or self._pool_size == 1:
+            return [self.check_and_put(table, *item) for item in items]
+        with self._pool_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(self._pool_size, thread_name_prefix="hbase-cas")
+            executor = self._executor
+        return list(executor.map(lambda item: self.check_and_put(table, *item), items))
 
     def compact(self, table):
         name = self._name(table)

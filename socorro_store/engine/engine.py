@@ -223,21 +223,30 @@ class Engine:
         ``expected`` None or ``b""`` matches a missing cell or an empty value.  The puts get
         ts ``max(now, checked cell ts)``.  Returns True when applied.
         """
+        return self.check_and_put_many(name, [(row, family, qualifier, expected, puts)])[0]
+
+    def check_and_put_many(self, name, items):
+        """Several independent check-and-puts ``[(row, family, qualifier, expected, puts)]`` in one
+        transaction, applied in order; returns one bool per item (as :meth:`check_and_put`)."""
         info, table = self._table(name)
-        spec = self._family(info, family)
-        for fam, _qual, _value in puts:
-            self._family(info, fam)
+        for _row, family, _qualifier, _expected, puts in items:
+            self._family(info, family)
+            for fam, _qual, _value in puts:
+                self._family(info, fam)
+        results = []
         with table.transaction() as conn:
             ts_now = now_ms()
-            current = _latest(conn, row, family, qualifier, spec, ts_now)
-            if expected:
-                matched = current is not None and current[1] == expected
-            else:
-                matched = current is None or current[1] == b""
-            if matched:
-                ts = max(ts_now, current[0]) if current else ts_now
-                self._put_cells(conn, info, row, puts, ts)
-        return matched
+            for row, family, qualifier, expected, puts in items:
+                current = _latest(conn, row, family, qualifier, info.families[family], ts_now)
+                if expected:
+                    matched = current is not None and current[1] == expected
+                else:
+                    matched = current is None or current[1] == b""
+                if matched:
+                    ts = max(ts_now, current[0]) if current else ts_now
+                    self._put_cells(conn, info, row, puts, ts)
+                results.append(matched)
+        return results
 
     def append(self, name, row, appends):
         """Append ``[(family, qualifier, delta)]`` to cells; return the new ``(fam, qual, ts, value)``."""

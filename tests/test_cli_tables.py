@@ -156,6 +156,8 @@ def test_ddl(url):
     assert "{NAME => 'raw_data', COMPRESSION => 'LZO', VERSIONS => '3'" in by_table["crash_reports"]
     prefixed = run(url, "tables", "ddl", "--table-prefix", "prod").output
     assert "create 'prod_crash_reports'," in prefixed
+    as_json = run(url, "tables", "ddl", "--json")
+    assert as_json.exit_code == 0 and json.loads(as_json.output) == statements
 
 
 def test_drop_needs_yes(url):

@@ -98,10 +98,15 @@ def verify(ctx, spec_dir, as_json):
 @tables.command()
 @_specs_option
 @click.option("--table-prefix", default="", help="Prefix each table name (as the hbase URL's table_prefix does, with '_').")
-def ddl(spec_dir, table_prefix):
+@click.option("--json", "as_json", is_flag=True, help="Print the statements as a JSON list.")
+def ddl(spec_dir, table_prefix, as_json):
     """Print HBase shell create statements (SPLITS on the 16 salt boundaries for salted tables)."""
     prefix = f"{table_prefix}_" if table_prefix else ""
-    for statement in admin.ddl_statements(load_specs(spec_dir), prefix):
+    statements = admin.ddl_statements(load_specs(spec_dir), prefix)
+    if as_json:
+        echo_json(statements)
+        return
+    for statement in statements:
         click.echo(statement)
 
 

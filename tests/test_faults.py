@@ -60,6 +60,21 @@ def test_idempotent_put_is_retried_and_lands_once(proxied, fault):
 
 
 @pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_page_lost_mid_scan_is_read_again_not_skipped(proxied, fault, reverse):
+    """A fetch whose reply is lost is never replayed on the same scanner (that would return the
+    next page); a new scanner resumes after the last row yielded."""
+    via, direct, proxy = proxied
+    rows = [b"s%03d" % i for i in range(45)]
+    direct.mutate_rows("t", [RowMutation(r, {b"cf:a": r}) for r in rows])
+    # open + first fetch pass, then the second fetch (rows 10-19) breaks
+    proxy.inject(fault, after=2)
+    got = [row for row, _cells in via.scan("t", prefix=b"s", page_size=10, reverse=reverse)]
+    assert got == (rows[::-1] if reverse else rows)
+    assert proxy.injected[fault] == 1
+
+
+@pytest.mark.parametrize("fault", FAULTS)
 def test_exhausted_budget_is_backend_unavailable(proxied, fault):
     via, _direct, proxy = proxied
     proxy.inject(fault, RETRIES + 1)

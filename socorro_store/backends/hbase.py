@@ -136,9 +136,6 @@ class HBaseBackend(Backend):
                     raise BackendUnavailable(
                         f"{kind} on {self.host}:{self.port} failed after the request was sent "
                         f"({type(exc).__name__}); not retried because it is not idempotent") from None
-                if isinstance(exc, (OSError, TTransportException)) and not sent:
-                    with self._pool_lock:
-                        self._pool = None  # happybase opens the first connection in the constructor
             if attempt < self.retries:
                 time.sleep(delay)
                 delay *= 2
@@ -266,21 +263,26 @@ class HBaseBackend(Backend):
         return self._scan(table, key_range, columns, limit, reverse, timestamp, include_timestamp, page_size)
 
     def _scan(self, table, key_range, columns, limit, reverse, timestamp, include_timestamp, page_size):
+        """Pages of a scanner.  A fetch is never replayed on the same scanner (a lost reply would
+        skip a page); after a transport failure or a forgotten scanner id, a new scanner resumes
+        after the last row yielded, up to ``retries`` times in a row."""
         name = self._name(table)
-        returned, resume_after = 0, None
+        returned, resume_after, failures = 0, None, 0
         while True:
             scan = _thrift_scan(key_range, reverse, resume_after, columns, timestamp, page_size)
             scanner = self._call("scan_open", lambda c: c.scannerOpenWithScan(name, scan, {}), table)
             try:
                 while True:
                     want = page_size if limit is None else min(page_size, limit - returned)
-                    results = self._call("scan", lambda c: c.scannerGetList(scanner, want), table)
+                    results = self._call("scan", lambda c: c.scannerGetList(scanner, want), table,
+                                         idempotent=False)
+                    failures = 0
                     if not results:
                         return
                     exhausted = len(results) < want  # HBase returns a short page only at the end
                     for result in results:
                         if result.row == resume_after:
-                            continue  # a scanner re-opened after a failure starts at the last row
+                            continue  # a re-opened scanner starts at the last row yielded
                         if not key_range.contains(result.row):
                             if reverse and key_range.low is not None and result.row < key_range.low:
                                 return
@@ -292,12 +294,12 @@ class HBaseBackend(Backend):
                             return
                     if exhausted:
                         return
-            except BackendUnavailable:
-                raise
-            except BackendError as exc:
-                if "scanner ID is invalid" not in str(exc) or resume_after is None:
+            except (BackendUnavailable, BackendError) as exc:
+                forgotten = isinstance(exc, BackendError) and "scanner ID is invalid" in str(exc)
+                if not (forgotten or isinstance(exc, BackendUnavailable)) or failures >= self.retries:
                     raise
-                continue  # the server forgot the scanner (expiry): re-open after the last row
+                failures += 1
+                continue
             finally:
                 try:
                     self._call("scan_close", lambda c: c.scannerClose(scanner), table)

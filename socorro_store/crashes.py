@@ -250,7 +250,7 @@ def read_states(backend, crash_ids):
 
 
 def write_processed(backend, crashes, counter_sink=None):
-    """Write prepared processed crashes (all known: checked by the caller reading their state)."""
+    """Write prepared processed crashes; :class:`CrashIDNotFound` (nothing written) for an unknown one."""
     states = read_states(backend, [c.crash_id for c in crashes])
     sig_puts, crash_rows, stale = [], [], []
     queue_deletes = {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: []}
@@ -262,11 +262,14 @@ def write_processed(backend, crashes, counter_sink=None):
         sig_puts.append(RowMutation(K.signature_index_key(crash.signature, submitted, crash.crash_id), ooid))
         mutation = RowMutation(K.crash_row_key(crash.crash_id), dict(crash.puts))
         key = K.time_index_key(crash.crash_id, submitted)
+        legacy = state["legacy"] == 0
+        # Delete the queue pointers every time, not only on first processing: deletes are
+        # idempotent, and a retry after a save that wrote the crash row but failed before these
+        # deletes must not leave the crash queued forever.
+        queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(key, delete_row=True))
+        if legacy:
+            queue_deletes[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(key, delete_row=True))
         if not state["processed"]:
-            queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(key, delete_row=True))
-            legacy = state["legacy"] == 0
-            if legacy:
-                queue_deletes[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(key, delete_row=True))
             increments += counters.queue_increments(
                 deletes_unprocessed=1, deletes_unprocessed_legacy=int(legacy),
                 inserts_processed_legacy=int(legacy))

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from socorro_store import InvalidArgument, open_store
+from socorro_store import BackendUnavailable, InvalidArgument, open_store
 from socorro_store import keys as K
+from socorro_store.scrutiny import reconcile_queue
 
 from store_helpers import BASE_TIME, crash_id, processed, raw_crash
 
@@ -151,3 +152,32 @@ def test_killed_processor_claims_return_after_lease(embedded_url):
         assert survivor == cids[5:]
         time.sleep(0.1)
         assert list(store.new_crashes(processor_id="survivor")) == cids[:5]
+
+
+def test_retried_save_processed_after_a_failed_queue_delete_leaves_no_pointer(embedded_url, monkeypatch):
+    """The crash row was written but the queue delete failed: the retry must still dequeue it."""
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        cid = crash_id("a")
+        store.save_raw_crash(raw_crash(cid), {}, cid)
+        assert list(store.new_crashes(processor_id="p")) == [cid]
+        real = store.backend.mutate_rows
+
+        def failing(table, mutations, timestamp=None):
+            if table == K.UNPROCESSED_FLAG:
+                raise BackendUnavailable("injected: connection lost before the queue delete")
+            return real(table, mutations, timestamp)
+
+        monkeypatch.setattr(store.backend, "mutate_rows", failing)
+        with pytest.raises(BackendUnavailable):
+            store.save_processed(processed(cid))
+        monkeypatch.setattr(store.backend, "mutate_rows", real)
+        assert store.get_processing_state(cid)["processed"]
+        store.save_processed(processed(cid))  # the caller's retry
+        assert list(store.backend.scan(K.UNPROCESSED_FLAG)) == []
+        # The failed attempt never sent its counters; reconcile-queue makes the size exact again.
+        assert store.queue_sizes()["standard"] == 1
+        reconcile_queue(store.backend)
+        assert store.queue_sizes()["standard"] == 0
+        time.sleep(0.01)
+        assert list(store.new_crashes(processor_id="q", lease_seconds=0.001)) == []

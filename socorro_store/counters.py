@@ -55,7 +55,7 @@ from .backends import Increment
 from .keys import (FAMILY_COUNTERS, METRICS, QUEUE_ROW, SIGNATURES, counter_column,
                    decode_counter, encode_counter, metrics_row, metrics_rows, parse_metrics_row,
                    signature_counter_columns, signature_row, validate_process_type)
-from .errors import InvalidArgument, SocorroStoreError
+from .errors import InvalidArgument
 
 QUEUE_COUNTERS = (
     "inserts_unprocessed", "deletes_unprocessed",
@@ -256,7 +256,7 @@ class CounterBuffer:
                 return 0
             try:
                 self.backend.increment_many(batch)
-            except SocorroStoreError:
+            except Exception:
                 self.lost += len(batch)
                 raise
             return len(batch)
@@ -265,7 +265,7 @@ class CounterBuffer:
         while not self._stop.wait(self.flush_s):
             try:
                 self.flush()
-            except SocorroStoreError:
+            except Exception:  # noqa: BLE001 - the flusher must outlive any failed flush
                 pass  # counted in ``lost``; the next rollup repairs the counters
 
     def close(self):

@@ -232,3 +232,13 @@ def test_subprocess_create_verify_and_errors(url, spec_copy):
     bad = cli_process("--url", "hbase://h?pool_size=zero", "tables", "list")
     assert bad.returncode == 2
     assert bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+def test_unusable_store_directory_is_one_line_exit_2(tmp_path):
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "catalog.sqlite").write_bytes(b"this is not a database")
+    for url in (f"embedded://{corrupt}", "embedded:///proc/no-such-dir"):
+        result = CliRunner().invoke(main, ["--url", url, "tables", "list"])
+        assert result.exit_code == 2, result.output
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("Error: embedded store")

@@ -1,12 +1,48 @@
 """The embedded backend: the contract on the in-process engine (``embedded://DIR``)."""
 
+import functools
+import inspect
+import sqlite3
+
 from ..engine import Engine
+from ..errors import BackendError, BackendUnavailable
 from . import base
 from .base import Backend, split_column
 
 
-def _family_key(name):
-    return name.encode("utf-8") if isinstance(name, str) else name
+def _typed(exc):
+    """The contract's error for a SQLite or OS error of the engine."""
+    text = str(exc)
+    if isinstance(exc, OSError) or "locked" in text or "busy" in text or "disk" in text:
+        return BackendUnavailable(f"embedded store unavailable: {type(exc).__name__}: {text}")
+    return BackendError(f"embedded store error: {type(exc).__name__}: {text}")
+
+
+def _engine_errors(method):
+    """Turn the engine's sqlite3/OS errors into the contract's typed errors (generators too)."""
+    if inspect.isgeneratorfunction(method):
+        @functools.wraps(method)
+        def generator(*args, **kwargs):
+            try:
+                yield from method(*args, **kwargs)
+            except (sqlite3.Error, OSError) as exc:
+                raise _typed(exc) from exc
+        return generator
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except (sqlite3.Error, OSError) as exc:
+            raise _typed(exc) from exc
+    return wrapper
+
+
+def _translate_engine_errors(cls):
+    for name, member in list(vars(cls).items()):
+        if inspect.isfunction(member) and (not name.startswith("__") or name == "__init__"):
+            setattr(cls, name, _engine_errors(member))
+    return cls
 
 
 def engine_columns(columns):
@@ -22,6 +58,7 @@ def row_dict(cells, include_timestamp):
     return {fam + b":" + qual: value for fam, qual, ts, value in cells}
 
 
+@_translate_engine_errors
 class EmbeddedBackend(Backend):
     """Runs the engine in this process.  One call counted per engine call."""
 

@@ -83,17 +83,34 @@ def ddl_statements(specs=None, table_prefix=""):
     return [hbase_shell_ddl(spec, table_prefix) for spec in specs.values()]
 
 
-def drop_tables(backend, names=None, specs=None):
-    """Drop the named tables (default: every spec'd table that exists).  Returns the dropped names."""
+def _existing_tables(backend, names, specs):
+    """``names`` (each must exist), or by default every spec'd table that exists."""
     live = set(backend.list_tables())
     if names:
         missing = [n for n in names if n not in live]
         if missing:
             raise TableNotFound(f"table {missing[0]!r} does not exist")
-        targets = list(names)
-    else:
-        specs = specs if specs is not None else load_specs()
-        targets = [n for n in specs if n in live]
+        return list(names)
+    specs = specs if specs is not None else load_specs()
+    return [n for n in specs if n in live]
+
+
+def drop_tables(backend, names=None, specs=None):
+    """Drop the named tables (default: every spec'd table that exists).  Returns the dropped names."""
+    targets = _existing_tables(backend, names, specs)
     for name in targets:
         backend.drop_table(name)
+    return targets
+
+
+def compact_tables(backend, names=None, specs=None):
+    """Major-compact the named tables (default: every spec'd table that exists); return the names.
+
+    Compaction drops delete markers, expired cells and versions beyond VERSIONS, as HBase's major
+    compaction does.  Every processed crash leaves delete markers on the queue tables, so run it
+    regularly (HBase runs a major compaction weekly by default).
+    """
+    targets = _existing_tables(backend, names, specs)
+    for name in targets:
+        backend.compact(name)
     return targets

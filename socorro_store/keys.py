@@ -121,11 +121,6 @@ def crash_date(crash_id):
     return date(2000 + int(tail[:2]), int(tail[2:4]), int(tail[4:]))
 
 
-def crash_depth(crash_id):
-    """The depth digit (7th character from the end)."""
-    return int(crash_id[-7])
-
-
 def salt(crash_id):
     """The salt byte of a crash: its first character."""
     return crash_id[0].encode("ascii")
@@ -147,12 +142,6 @@ def crash_id_from_row_key(key):
         raise InvalidArgument(f"crash_reports row key does not match its crash id: {key!r}")
     return crash_id
 
-
-def day_prefix(salt_char, day):
-    """crash_reports prefix of one salt and one day (``salt + YYMMDD``)."""
-    return (salt_char + day.strftime("%y%m%d")).encode("ascii")
-
-# -- timestamps ------------------------------------------------------------------------------
 
 def parse_timestamp(value, what="timestamp"):
     """An aware UTC datetime from a datetime or an ISO 8601 string; InvalidArgument otherwise.

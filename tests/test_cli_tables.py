@@ -242,3 +242,19 @@ def test_unusable_store_directory_is_one_line_exit_2(tmp_path):
         result = CliRunner().invoke(main, ["--url", url, "tables", "list"])
         assert result.exit_code == 2, result.output
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("Error: embedded store")
+
+
+def test_compact_purges_delete_markers(url):
+    run(url, "tables", "create")
+    with open_backend(url) as backend:
+        backend.mutate_rows("metrics", [RowMutation(b"2016", {b"counters:x": b"1"})])
+        backend.mutate_rows("metrics", [RowMutation(b"2016", delete_row=True)])
+        # a put older than the delete is masked until a compaction drops the marker
+        backend.mutate_rows("metrics", [RowMutation(b"2016", {b"counters:x": b"old"})], timestamp=1)
+        assert backend.get_row("metrics", b"2016") == {}
+    result = run(url, "tables", "compact", "metrics", "--json")
+    assert result.exit_code == 0 and json.loads(result.output) == {"compacted": ["metrics"]}
+    with open_backend(url) as backend:
+        backend.mutate_rows("metrics", [RowMutation(b"2016", {b"counters:x": b"old"})], timestamp=1)
+        assert backend.get_row("metrics", b"2016") == {b"counters:x": b"old"}
+    assert run(url, "tables", "compact", "nope").exit_code == 2

@@ -30,7 +30,7 @@ def serve(ctx, host, port, transport, protocol, allow_remote, max_frame_mb, idle
         raise ConfigError(f"serve needs an embedded:// store URL, not {url.text!r}")
     run_gateway(url.path, host=host, port=port, transport=transport, protocol=protocol,
                 allow_remote=allow_remote, max_frame_bytes=int(max_frame_mb * 1024 * 1024),
-                idle_timeout_s=idle_timeout, max_workers=workers)
+                idle_timeout_s=idle_timeout, max_workers=workers, sync=url.options["sync"])
 
 
 COMMANDS = [serve]

@@ -128,4 +128,20 @@ def drop(ctx, names, yes, as_json):
             click.echo(f"dropped {name}")
 
 
+@tables.command()
+@click.argument("names", nargs=-1)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def compact(ctx, names, as_json):
+    """Major-compact tables (default: every table in the specs): purge delete markers, expired
+    cells and old versions."""
+    with open_backend(url_of(ctx)) as backend:
+        done = admin.compact_tables(backend, list(names) or None)
+    if as_json:
+        echo_json({"compacted": done})
+    else:
+        for name in done:
+            click.echo(f"compacted {name}")
+
+
 COMMANDS = [tables]

@@ -258,8 +258,11 @@ class GatewayServer:
 
 def serve(engine_dir, host="127.0.0.1", port=9090, transport="buffered", protocol="binary",
           allow_remote=False, max_frame_bytes=2 * 1024 * 1024, idle_timeout_s=60, max_workers=32,
-          ready_callback=None):
+          ready_callback=None, sync="normal"):
     """Serve the engine in ``engine_dir`` until SIGTERM/SIGINT (or ``server.stop()``).
+
+    ``sync`` is the engine's durability (``normal`` survives a killed process, ``full`` also
+    power loss), as the ``sync`` option of an ``embedded://`` URL.
 
     Prints ``serving embedded://DIR on HOST:PORT (transport/protocol)`` once listening (port 0
     picks a free port and prints the real one), calls ``ready_callback(server)`` if given, and
@@ -267,7 +270,7 @@ def serve(engine_dir, host="127.0.0.1", port=9090, transport="buffered", protoco
     """
     from ..engine import Engine
 
-    engine = Engine(engine_dir)
+    engine = Engine(engine_dir, sync)
     try:
         server = GatewayServer(engine, host, port, transport, protocol, allow_remote, max_frame_bytes,
                                idle_timeout_s, max_workers)

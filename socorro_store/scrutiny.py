@@ -93,12 +93,10 @@ def verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, hea
     if isinstance(orphan_age_s, bool) or not isinstance(orphan_age_s, (int, float)) or orphan_age_s < 0:
         raise InvalidArgument(f"orphan_age_s must be a number >= 0: {orphan_age_s!r}")
     expected = {table: {} for table in INDEX_TABLES}
-    crash_ids = {}
-    for n, (row, cells) in enumerate(backend.scan(K.CRASH_REPORTS, columns=_COLUMNS, page_size=500)):
+    for n, (_row, cells) in enumerate(backend.scan(K.CRASH_REPORTS, columns=_COLUMNS, page_size=500)):
         if K.COL_SUBMITTED not in cells or K.COL_OOID not in cells:
             continue
         crash_id = cells[K.COL_OOID].decode("ascii", "replace")
-        crash_ids[crash_id.encode("ascii")] = row
         for table, pointers in expected_pointers(crash_id, cells).items():
             expected[table].update(pointers)
         if heartbeat and n % 1000 == 0:
@@ -128,13 +126,36 @@ def verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, hea
 
 
 def _write_missing(backend, table, want):
+    """Write the missing pointers their crash still implies (crash rows re-read first: a crash
+    processed since the scan must not get its queue pointer back)."""
+    if not want:
+        return 0
+    ids = {}
+    for puts in want.values():
+        for value in puts.values():
+            crash_id = value.decode("ascii", "replace")
+            if K.CRASH_ID_RE.match(crash_id):
+                ids[K.crash_row_key(crash_id)] = crash_id
+    still = _implied(backend, table, ids)
     mutations = {}
-    for (row, _column), puts in want.items():
-        mutations.setdefault(row, RowMutation(row)).puts.update(puts)
+    for (row, column), puts in want.items():
+        if (row, column) in still:
+            mutations.setdefault(row, RowMutation(row)).puts.update(still[(row, column)])
     batch = list(mutations.values())
     for i in range(0, len(batch), 1000):
         backend.mutate_rows(table, batch[i:i + 1000])
-    return len(want)
+    return sum(1 for key in want if key in still)
+
+
+def _implied(backend, table, row_to_crash_id):
+    """``{(row, column): puts}`` of ``table``'s pointers implied now by the given crash rows."""
+    rows = backend.get_rows(K.CRASH_REPORTS, list(row_to_crash_id), columns=_COLUMNS) if row_to_crash_id else {}
+    implied = {}
+    for cells in rows.values():
+        if K.COL_SUBMITTED in cells:
+            crash_id = cells[K.COL_OOID].decode("ascii")
+            implied.update(expected_pointers(crash_id, cells).get(table, {}))
+    return implied
 
 
 def _delete_orphans(backend, table, orphans):
@@ -146,12 +167,7 @@ def _delete_orphans(backend, table, orphans):
         crash_id = value.decode("ascii", "replace")
         if K.CRASH_ID_RE.match(crash_id):
             ids[K.crash_row_key(crash_id)] = crash_id
-    rows = backend.get_rows(K.CRASH_REPORTS, list(ids), columns=_COLUMNS) if ids else {}
-    still = {}
-    for cells in rows.values():
-        if K.COL_SUBMITTED in cells:
-            crash_id = cells[K.COL_OOID].decode("ascii")
-            still.update(expected_pointers(crash_id, cells).get(table, {}))
+    still = _implied(backend, table, ids)
     deletes = []
     for row, column, _value in orphans:
         if (row, column) in still:

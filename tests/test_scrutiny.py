@@ -94,3 +94,25 @@ def test_bad_threshold_is_refused(embedded_url):
         with pytest.raises(InvalidArgument):
             scrutiny.run_verify_indexes(store.backend, orphan_age_s=-1)
         assert list(store.backend.scan(K.JOBS)) == []
+
+
+def test_repair_does_not_requeue_a_crash_processed_during_the_check(embedded_url):
+    from jobs_helpers import processed_of, raw_of
+
+    spec = make_crashes(10)[9]
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        spec["hang"] = None
+        store.save_raw_crash(raw_of(spec), {}, spec["id"])
+        processed_during_check = []
+
+        def heartbeat():
+            if not processed_during_check:  # right after the crash rows were read
+                store.save_processed(processed_of(spec))
+                processed_during_check.append(True)
+
+        report = scrutiny.verify_indexes(store.backend, repair=True, heartbeat=heartbeat)
+        assert processed_during_check
+        assert report[K.UNPROCESSED_FLAG]["missing"] == 1  # seen as missing by the scan...
+        assert report[K.UNPROCESSED_FLAG]["repaired_missing"] == 0  # ...but not written back
+        assert list(store.backend.scan(K.UNPROCESSED_FLAG)) == []

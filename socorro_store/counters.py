@@ -146,11 +146,13 @@ def first_seen(backend, pairs):
 
     ``pairs`` is an iterable of ``(signature, submitted time)``.  The signature rows are read
     once; every interval column still missing is then created at 0 with a single-cell
-    ``check_and_put(expected=None)``, all of them in one ``check_and_put_many``.  Each column is
-    created exactly once whatever the number of processors, so only its creator counts the
-    interval in ``unique_crash_signatures``: exact live, with one cell per conditional put (which
-    HBase's Thrift1 checkAndPut requires to be atomic).  Counters are created here before they
-    are incremented, so an increment never makes a column exist first.
+    ``check_and_put(expected=None)``, all of them in one ``check_and_put_many``.  Only one
+    processor can create a column, and only its creator counts the interval in
+    ``unique_crash_signatures``, with one cell per conditional put (which HBase's Thrift1
+    checkAndPut requires to be atomic).  Processors create a column before they increment it.
+    Exceptions, which the next ``rollup`` corrects: a column deleted later (expiry, or a rollup
+    removing a zero count) and then seen again is counted again, and a reprocessing decrement
+    (moving a crash to a new signature) can create its old signature's column at -1.
     """
     wanted = {}
     for signature, submitted in pairs:

@@ -42,6 +42,9 @@ class Retention:
         for name, value in asdict(self).items():
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidArgument(f"retention {name} must be an int >= 0: {value!r}")
+        if self.metrics_hour_days < self.metrics_minute_days:
+            raise InvalidArgument("retention metrics_hour_days must be >= metrics_minute_days "
+                                  "(hour rows are the coarser level)")
 
 
 def _months_back(moment, n):

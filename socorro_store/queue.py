@@ -24,8 +24,11 @@ checkAndPut writes a single cell; a second cell would cost a second round trip).
 
 A processor claims a row with ``check_and_put`` on ``processor_state:claim`` expecting the exact
 value it read (the unclaimed marker or an expired claim).  Exactly one processor wins a race.
-Because the expected value is never empty, a row deleted (processed) after the scan read it cannot
-be claimed again: the check fails on the missing cell instead of re-creating the row.  A claim
+Every pointer this library writes (saving, priority requests, repair) carries the unclaimed
+marker, so the expected value is not empty and a row deleted (processed) after the scan read it
+cannot be claimed again: the check fails on the missing cell.  (A pointer written by something
+else without a claim cell is claimed expecting absence; if it is deleted in between, the claim
+leaves a claim-only row that readers skip and ``verify-indexes --repair`` deletes.)  A claim
 whose lease expired (a processor died) is taken over the same way, so dead processors' crashes
 come back after ``lease_seconds``.  Saving the processed crash deletes the queue rows.
 """

@@ -38,9 +38,12 @@ older day whose live counters no longer match its digest (a late crash or a drif
 changed it since).  ``since`` forces a full recompute from a date.  A late crash whose increment
 was lost and that lands more than ``lookback_days`` late is counted by a run with ``since``.
 
-Race: an increment landing between the recount of a closed interval and its put is overwritten;
-that needs a crash submitted before the cutoff to arrive during the run (a spooling collector).
-The next run, within ``lookback_days``, counts it.
+Race: an increment landing between the recount of a closed interval and its put is overwritten.
+Submit counters are keyed by submitted time, so that needs a crash submitted before the cutoff to
+arrive during the run (a spooling collector); but signature, processing-error and unique counters
+are incremented at *processing* time and keyed by submitted time, so any processing backlog older
+than the grace period can hit it.  The next run, within ``lookback_days``, recounts the interval
+and corrects it; choose ``grace`` longer than the usual processing lag.
 """
 
 import collections

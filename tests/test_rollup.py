@@ -162,3 +162,11 @@ def test_expiry_keeps_coarser_levels_and_only_deletes_rolled_up_detail(loaded):
     metrics, sigs = live_counters(backend)  # coarse rows unchanged; the re-created detail is exact
     assert (metrics, sigs) == (before_metrics, before_sigs)
     assert expiry.run_expire(backend, now=now)["metrics_minute_rows"] == report["metrics_minute_rows"]
+
+
+def test_retention_keeps_hour_rows_at_least_as_long_as_minute_rows():
+    from socorro_store.expiry import Retention
+
+    with pytest.raises(InvalidArgument):
+        Retention(metrics_minute_days=30, metrics_hour_days=7)
+    assert Retention(metrics_minute_days=7, metrics_hour_days=7).metrics_hour_days == 7

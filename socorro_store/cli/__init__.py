@@ -37,12 +37,6 @@ def main(ctx, url):
 
 
 for _name in COMMAND_MODULES:
-    try:
-        _module = importlib.import_module(f"{__name__}.{_name}")
-    except ModuleNotFoundError as _exc:
-        if _exc.name != f"{__name__}.{_name}":
-            raise
-        continue
-    for _command in _module.COMMANDS:
+    for _command in importlib.import_module(f"{__name__}.{_name}").COMMANDS:
         main.add_command(_command)
 

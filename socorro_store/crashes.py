@@ -440,14 +440,18 @@ def crashes_submitted(backend, start, end, page_size=1000):
 def crashes_by_signature(backend, signature, start=None, end=None, page_size=1000):
     """Crash ids of ``signature`` (``None`` = ##null##, "" = ##empty##) submitted in ``[start, end)``.
 
-    One range scan of the signature index, in submission order.
+    One range scan of the signature index, in submission order.  A pointer whose crash now has
+    another signature (left by a failed or superseded save) is skipped.
     """
     start = K.parse_timestamp(start, "start") if start is not None else None
     end = K.parse_timestamp(end, "end") if end is not None else None
     low, high = K.signature_index_range(signature, start, end)
+    stored = K.signature_name(signature).encode("utf-8", "surrogatepass")
     rows = backend.scan(K.SIGNATURE_OOID, start=low, stop=high, columns=[K.COL_OOID], page_size=page_size)
     ids = (K.parse_signature_index_key(row)[2] for row, _cells in rows)
-    return with_crash_rows(backend, ids, lambda crash_id: crash_id, page_size)
+    return with_crash_rows(backend, ids, lambda crash_id: crash_id, page_size,
+                           columns=(K.COL_OOID, K.COL_SIGNATURE),
+                           accept=lambda cells: cells.get(K.COL_SIGNATURE) == stored)
 
 
 def hang_pair(backend, hang_id):

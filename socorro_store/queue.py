@@ -165,11 +165,12 @@ def _take(backend, table, prefix, limit, processor_id, lease_seconds, page_size)
             return
 
 
-def with_crash_rows(backend, items, crash_id_of, chunk=DEFAULT_PAGE_SIZE):
+def with_crash_rows(backend, items, crash_id_of, chunk=DEFAULT_PAGE_SIZE, columns=(COL_OOID,), accept=None):
     """Pass through the items whose crash row exists, checking ``chunk`` of them per call.
 
     Pointers are written before the crash row, so a reader can meet a pointer whose crash is
     still being written (or whose write failed): such pointers are skipped, never claimed.
+    ``accept(cells)``, given the crash row's ``columns``, can also reject a stale pointer.
     """
     while True:
         batch = list(itertools.islice(items, chunk))
@@ -177,9 +178,9 @@ def with_crash_rows(backend, items, crash_id_of, chunk=DEFAULT_PAGE_SIZE):
             return
         keyed = [(_crash_row(crash_id_of(item)), item) for item in batch]
         keyed = [(row, item) for row, item in keyed if row is not None]
-        found = backend.get_rows(CRASH_REPORTS, [row for row, _item in keyed], columns=[COL_OOID])
+        found = backend.get_rows(CRASH_REPORTS, [row for row, _item in keyed], columns=list(columns))
         for row, item in keyed:
-            if row in found:
+            if row in found and (accept is None or accept(found[row])):
                 yield item
 
 

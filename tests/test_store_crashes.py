@@ -7,6 +7,7 @@ import pytest
 
 from socorro_store import CrashIDNotFound, InvalidArgument, InvalidCrashID, open_store
 from socorro_store import keys as K
+from socorro_store.backends import RowMutation
 
 from store_helpers import BASE_TIME, all_rows, crash_id, processed, raw_crash
 
@@ -278,3 +279,16 @@ def test_set_active_installations(store):
         store.set_active_installations("Firefox", "2016-09-18", -1)
     with pytest.raises(InvalidArgument):
         store.get_metrics("last week")
+
+
+def test_stale_signature_pointer_is_not_listed(store):
+    """A signature pointer left behind (its delete failed) does not list the crash under it."""
+    cid = crash_id("f")
+    store.save_raw_crash(raw_crash(cid), {}, cid)
+    store.save_processed(processed(cid, signature="old"))
+    stale = next(iter(store.backend.scan(K.SIGNATURE_OOID)))
+    store.save_processed(processed(cid, signature="new"))
+    store.backend.mutate_rows(K.SIGNATURE_OOID, [RowMutation(stale[0], stale[1])])  # put it back
+    assert [row for row, _ in store.backend.scan(K.SIGNATURE_OOID)].count(stale[0]) == 1
+    assert list(store.crashes_by_signature("old")) == []
+    assert list(store.crashes_by_signature("new")) == [cid]

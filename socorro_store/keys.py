@@ -63,8 +63,8 @@ import struct
 from datetime import date, datetime, timedelta, timezone
 
 from .errors import InvalidArgument, InvalidCrashID
+from .specs import SALTS  # noqa: F401 - re-exported: the salt characters of every salted key
 
-SALTS = "0123456789abcdef"
 CRASH_ID_RE = re.compile(r"^[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{6}[0-9]{6}$")
 CRASH_ID_LEN = 36
 TIMESTAMP_LEN = 26

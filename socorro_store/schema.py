@@ -21,19 +21,20 @@ the field, and it validates every file before anything is created.
 
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import SpecError
+from .specs import ATTRIBUTE_NAMES, FOREVER, SALTS, FamilySpec, TableSpec, family_from_attributes
+
+__all__ = ["FOREVER", "SALTS", "COMPRESSIONS", "FamilySpec", "TableSpec", "family_from_attributes",
+           "default_spec_dir", "load_spec_file", "load_specs", "compare", "hbase_shell_ddl"]
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised only on Python 3.10
     import tomli as tomllib
 
-FOREVER = 2147483647
 COMPRESSIONS = ("NONE", "GZ", "LZO", "SNAPPY", "LZ4", "ZSTD", "BZIP2")
-SALTS = "0123456789abcdef"
 
 # attribute -> (python type, validator, default); the defaults are HBase's own.
 _ATTRIBUTES = {
@@ -44,65 +45,8 @@ _ATTRIBUTES = {
     "IN_MEMORY": (bool, lambda v: True, False),
     "BLOCKCACHE": (bool, lambda v: True, True),
 }
+assert tuple(_ATTRIBUTES) == ATTRIBUTE_NAMES
 _TABLE_KEYS = {"name": str, "salted": bool, "description": str, "addition": bool}
-
-
-@dataclass(frozen=True)
-class FamilySpec:
-    """One column family and its HBase attributes (TTL in seconds)."""
-
-    name: str
-    compression: str = "NONE"
-    versions: int = 1
-    ttl: int = FOREVER
-    blocksize: int = 65536
-    in_memory: bool = False
-    blockcache: bool = True
-
-    @property
-    def compressed(self):
-        return self.compression != "NONE"
-
-    def attributes(self):
-        """The attributes keyed by their HBase names, in spec order."""
-        return {name: getattr(self, name.lower()) for name in _ATTRIBUTES}
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """A table: its name, its families (in spec order) and whether its keys are salted."""
-
-    name: str
-    families: tuple
-    salted: bool = False
-    description: str = ""
-    addition: bool = False
-    path: str = ""
-
-    def family(self, name):
-        for fam in self.families:
-            if fam.name == name:
-                return fam
-        return None
-
-    @property
-    def family_names(self):
-        return [fam.name for fam in self.families]
-
-    def to_dict(self):
-        return {
-            "name": self.name,
-            "salted": self.salted,
-            "addition": self.addition,
-            "description": self.description,
-            "families": {fam.name: fam.attributes() for fam in self.families},
-        }
-
-
-def family_from_attributes(name, attributes):
-    """Build a :class:`FamilySpec` from ``{HBASE_NAME: value}`` (missing ones take HBase defaults)."""
-    kwargs = {key.lower(): value for key, value in attributes.items()}
-    return FamilySpec(name=name, **kwargs)
 
 
 def default_spec_dir():

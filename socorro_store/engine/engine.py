@@ -27,7 +27,7 @@ import threading
 import time
 
 from ..errors import FamilyNotFound, InvalidArgument, NotACounter, TableDisabled
-from ..schema import FOREVER
+from ..specs import FOREVER
 from . import codec
 from .catalog import COLUMN_MARKER, FAMILY_MARKER, Catalog, connect
 

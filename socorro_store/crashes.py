@@ -216,7 +216,7 @@ def _new_hang_pairs(backend, crashes):
     rows = backend.get_rows(K.HANG_ID, list(by_row), columns=[b"ids"])
     out = []
     for row, cells in rows.items():
-        sides = [c for c in cells if c.startswith(b"ids:ooid:")]
+        sides = [c for c in cells if K.is_hang_column(c)]
         if len(sides) >= 2 and K.COL_PAIRED not in cells:
             if backend.check_and_put(K.HANG_ID, row, K.COL_PAIRED, None, {K.COL_PAIRED: b"1"}):
                 out += counters.hang_pair_increments(by_row[row].submitted)
@@ -458,4 +458,4 @@ def hang_pair(backend, hang_id):
     """``{ProcessType: crash_id}`` of a hang id (``{}`` when none is stored)."""
     cells = backend.get_row(K.HANG_ID, K.hang_row_key(hang_id), columns=[b"ids"])
     return {K.process_type_from_hang_column(c): v.decode("ascii")
-            for c, v in cells.items() if c.startswith(b"ids:ooid:")}
+            for c, v in cells.items() if K.is_hang_column(c)}

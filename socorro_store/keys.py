@@ -206,14 +206,28 @@ def parse_time_index_key(key):
     return crash_id, parse_key_timestamp(key[1:1 + TIMESTAMP_LEN])
 
 
-def time_index_range(salt_char, start=None, end=None):
-    """``(start, stop)`` row bounds of one salt bucket for times in ``[start, end)``."""
-    low = salt_char.encode("ascii") + (format_timestamp(start) if start is not None else b"")
+def time_index_range(salt_char, start=None, end=None, prefix=b""):
+    """``(start, stop)`` row bounds of one salt bucket for times in ``[start, end)``.
+
+    ``prefix`` selects keys behind a prefix (:data:`PRIORITY_PREFIX` for the priority queue).
+    """
+    bucket = prefix + salt_char.encode("ascii")
+    low = bucket + (format_timestamp(start) if start is not None else b"")
     if end is not None:
-        high = salt_char.encode("ascii") + format_timestamp(end)
+        high = bucket + format_timestamp(end)
     else:
-        high = bytes([ord(salt_char) + 1])
+        high = bucket[:-1] + bytes([bucket[-1] + 1])
     return low, high
+
+
+def time_index_order(key, prefix=b""):
+    """The part of a (prefixed) time index key that orders it across salts: time + crash id."""
+    return key[len(prefix) + 1:]
+
+
+def time_index_stamp(key):
+    """The fixed-width timestamp bytes of a time index key (as ``timestamps:submitted`` holds)."""
+    return key[1:1 + TIMESTAMP_LEN]
 
 
 def priority_key(crash_id, requested):
@@ -338,15 +352,22 @@ def validate_process_type(process_type):
     return process_type
 
 
+HANG_COLUMN_PREFIX = b"ids:ooid:"
+
+
 def hang_column(process_type):
     """``ids:ooid:<ProcessType>``: the side of a hang pair in the hang-id row."""
-    return b"ids:ooid:" + validate_process_type(process_type).encode("ascii")
+    return HANG_COLUMN_PREFIX + validate_process_type(process_type).encode("ascii")
+
+
+def is_hang_column(column):
+    return column.startswith(HANG_COLUMN_PREFIX) and len(column) > len(HANG_COLUMN_PREFIX)
 
 
 def process_type_from_hang_column(column):
-    if not column.startswith(b"ids:ooid:") or len(column) == len(b"ids:ooid:"):
+    if not is_hang_column(column):
         raise InvalidArgument(f"not a hang column: {column!r}")
-    return column[len(b"ids:ooid:"):].decode("ascii")
+    return column[len(HANG_COLUMN_PREFIX):].decode("ascii")
 
 # -- dumps -----------------------------------------------------------------------------------
 
@@ -445,8 +466,12 @@ def counter_column(name):
 def signature_counter_columns(moment):
     """``{level: b"counters:hourly_yyyy-mm-ddThh"…}`` for hour, day, month and year."""
     rows = metrics_rows(moment)
-    return {level: FAMILY_COUNTERS + b":" + prefix.encode("ascii") + rows[level]
-            for level, prefix in SIGNATURE_LEVELS.items()}
+    return {level: signature_counter_column(level, rows[level]) for level in SIGNATURE_LEVELS}
+
+
+def signature_counter_column(level, interval_row):
+    """The signature column of one interval, named by its metrics row (``b"2016-09-18T12"``)."""
+    return FAMILY_COUNTERS + b":" + SIGNATURE_LEVELS[level].encode("ascii") + interval_row
 
 
 def parse_signature_counter_column(column):

@@ -43,9 +43,8 @@ import time
 import msgpack
 
 from .errors import InvalidArgument
-from .keys import (COL_CLAIM, COL_OOID, CRASH_REPORTS,
-                   LEGACY_UNPROCESSED_FLAG, PRIORITY_PREFIX, SALTS, UNPROCESSED_FLAG, crash_row_key,
-                   format_timestamp)
+from .keys import (COL_CLAIM, COL_OOID, CRASH_REPORTS, LEGACY_UNPROCESSED_FLAG, PRIORITY_PREFIX, SALTS,
+                   UNPROCESSED_FLAG, crash_row_key, time_index_order, time_index_range)
 
 #: queue name -> (table, row prefix before the salt)
 QUEUES = {
@@ -100,13 +99,10 @@ def merged_scan(backend, table, prefix=b"", columns=None, start=None, end=None,
     """
     iterators = []
     for salt_char in SALTS:
-        base = prefix + salt_char.encode("ascii")
-        low = base + (format_timestamp(start) if start is not None else b"")
-        high = base + format_timestamp(end) if end is not None else base[:-1] + bytes([base[-1] + 1])
+        low, high = time_index_range(salt_char, start, end, prefix)
         iterators.append(backend.scan(table, start=low, stop=high, columns=columns,
                                       page_size=page_size))
-    skip = len(prefix) + 1
-    return heapq.merge(*iterators, key=lambda item: item[0][skip:])
+    return heapq.merge(*iterators, key=lambda item: time_index_order(item[0], prefix))
 
 
 def take(backend, limit=None, queue="standard", processor_id=None, lease_seconds=DEFAULT_LEASE_SECONDS,

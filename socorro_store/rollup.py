@@ -162,7 +162,7 @@ def _count_page(backend, index_rows, tally, hang_sides):
             crash_id, moment = K.parse_time_index_key(row)
         except InvalidArgument:
             continue
-        wanted[K.crash_row_key(crash_id)] = (crash_id, row[1:1 + K.TIMESTAMP_LEN])
+        wanted[K.crash_row_key(crash_id)] = (crash_id, K.time_index_stamp(row))
     found = backend.get_rows(K.CRASH_REPORTS, list(wanted), columns=_CRASH_COLUMNS)
     for crash_row, cells in found.items():
         crash_id, stamp = wanted[crash_row]
@@ -197,7 +197,7 @@ def _count_hang_pairs(backend, hang_sides, tally):
     others = {}
     for cells in rows.values():
         for column, value in cells.items():
-            if column.startswith(b"ids:ooid:"):
+            if K.is_hang_column(column):
                 cid = value.decode("ascii", "replace")
                 if cid not in ours and K.CRASH_ID_RE.match(cid):
                     others[K.crash_row_key(cid)] = cid
@@ -207,7 +207,7 @@ def _count_hang_pairs(backend, hang_sides, tally):
             times[others[row]] = K.parse_key_timestamp(cells[K.COL_SUBMITTED])
     for hang_row, crash_id, submitted in hang_sides:
         sides = [v.decode("ascii", "replace") for c, v in rows.get(hang_row, {}).items()
-                 if c.startswith(b"ids:ooid:")]
+                 if K.is_hang_column(c)]
         alive = [(times[c], c) for c in sides if c in times]
         if len(alive) >= 2 and max(alive) == (submitted, crash_id):
             tally.minutes[K.metrics_row(submitted, "minute")][counters.HANG_PAIRS] += 1
@@ -323,7 +323,7 @@ def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None):
             written = {**{c: v for c, v in live_cells.items() if not _derived_column(c)},
                        **{c: K.encode_counter(v) for c, v in _named(counts).items()}}
             corrector.mark(row, stamp, digest(written))
-        elif len(row) == 13:  # an hour row (yyyy-mm-ddThh)
+        elif K.parse_metrics_row(row)[0] == "hour":
             corrector.mark(row, stamp)
     # signature columns of the closed hours (and the day when closed)
     columns = {K.signature_counter_columns(h)["hour"]: h for h in hours}
@@ -331,7 +331,7 @@ def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None):
     exact_sigs = collections.defaultdict(dict)
     for sig_row, per_hour in tally.signatures.items():
         for hour_row, n in per_hour.items():
-            column = K.FAMILY_COUNTERS + b":hourly_" + hour_row
+            column = K.signature_counter_column("hour", hour_row)
             if column in columns:
                 exact_sigs[sig_row][column] = n
             if day_closed:
@@ -371,8 +371,7 @@ def rollup_coarse(backend, level, start, corrector, stamp):
             if _derived_column(column) and column != K.counter_column(counters.UNIQUE_SIGNATURES):
                 total[column] += value
     # signatures: sum the finer columns, unless they were expired (then recount the crashes)
-    prefix = K.SIGNATURE_LEVELS[finer]
-    fine_columns = [K.FAMILY_COUNTERS + b":" + prefix.encode() + r for r in part_rows]
+    fine_columns = [K.signature_counter_column(finer, r) for r in part_rows]
     coarse_column = K.signature_counter_columns(start)[level]
     expired_flag = COL_SIG_DAYS_EXPIRED if level == "month" else COL_SIG_MONTHS_EXPIRED
     exact_sigs = collections.defaultdict(dict)

@@ -81,7 +81,7 @@ def _pointers(backend, table):
     for row, cells in backend.scan(table, columns=[b"ids"], include_timestamp=True, page_size=1000):
         newest = max(ts for _v, ts in cells.values())
         for column, (value, _ts) in cells.items():
-            if column == K.COL_OOID or (table == K.HANG_ID and column.startswith(b"ids:ooid:")):
+            if column == K.COL_OOID or (table == K.HANG_ID and K.is_hang_column(column)):
                 yield row, column, value, newest
 
 

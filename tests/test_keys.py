@@ -161,3 +161,21 @@ def test_counter_encoding_rejects_non_counters():
             K.encode_counter(bad)
     with pytest.raises(InvalidArgument):
         K.decode_counter(b"1234")
+
+
+def test_time_index_helpers_agree_with_the_key_layout():
+    from datetime import datetime, timezone
+
+    moment = datetime(2016, 9, 18, 12, 30, 1, 5, tzinfo=timezone.utc)
+    cid = "de1bb258-cbbf-4589-a673-34f802160918"
+    key = K.time_index_key(cid, moment)
+    assert K.time_index_stamp(key) == K.format_timestamp(moment)
+    low, high = K.time_index_range("d", moment, None)
+    assert low <= key < high
+    pkey = K.priority_key(cid, moment)
+    plow, phigh = K.time_index_range("d", None, None, K.PRIORITY_PREFIX)
+    assert plow <= pkey < phigh and not (low <= pkey < high)
+    assert K.time_index_order(pkey, K.PRIORITY_PREFIX) == K.time_index_order(key)
+    column = K.hang_column("plugin")
+    assert K.is_hang_column(column) and not K.is_hang_column(K.HANG_COLUMN_PREFIX)
+    assert K.signature_counter_column("hour", b"2016-09-18T12") == K.signature_counter_columns(moment)["hour"]

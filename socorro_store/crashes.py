@@ -15,7 +15,9 @@ writes nothing in any table.  One mutate per table touched, whatever the batch s
 batch is split only beyond :data:`MAX_BATCH_BYTES`).
 """
 
+import collections
 import json
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,7 +27,7 @@ from . import counters
 from . import keys as K
 from .backends import RowMutation
 from .backends.base import MAX_CELL_BYTES
-from .errors import CrashIDNotFound, InvalidArgument
+from .errors import BackendError, BackendUnavailable, CrashIDNotFound, InvalidArgument
 from .queue import claim_of, merged_scan, pointer_puts, with_crash_rows
 
 #: Socorro's default ``forbidden_keys``: removed by get_processed (dotted paths reach inside).
@@ -36,6 +38,9 @@ DEFAULT_FORBIDDEN_KEYS = (
     "upload_file_minidump_browser.json_dump.sensitive",
 )
 MAX_BATCH_BYTES = 32 * 1024 * 1024
+#: Increments this process could not send (see :func:`_send_counters`); rollup repairs them.
+COUNTER_FAILURES = collections.Counter()
+log = logging.getLogger(__name__)
 _STATE_COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_PROCESSED_AT, K.COL_HANG, K.COL_SIGNATURE]
 
 
@@ -200,8 +205,24 @@ def write_raw(backend, crashes, counter_sink=None):
     increments = []
     for crash in crashes:
         increments += counters.submit_increments(crash.submitted, crash.legacy, crash.process_type)
-    increments += _new_hang_pairs(backend, [c for c in crashes if c.hang_id is not None])
-    (counter_sink or backend).increment_many(counters.coalesce(increments))
+    hangs = [c for c in crashes if c.hang_id is not None]
+    _send_counters(backend, counter_sink, increments, lambda: _new_hang_pairs(backend, hangs))
+
+
+def _send_counters(backend, sink, increments, more=None):
+    """Send a save's counter increments (plus those ``more()`` detects) in one call.
+
+    By now the crash rows and pointers are stored: a backend failure here is logged and counted
+    in :data:`COUNTER_FAILURES`, not raised, because a caller retrying the whole save would count
+    the crash twice (increments are never replayed).  The next ``rollup`` recomputes the counts.
+    """
+    try:
+        if more is not None:
+            increments = increments + more()
+        (sink or backend).increment_many(counters.coalesce(increments))
+    except (BackendUnavailable, BackendError) as exc:
+        COUNTER_FAILURES["increments"] += len(increments)
+        log.warning("counters not updated (the next rollup repairs them): %s", exc)
 
 
 def _new_hang_pairs(backend, crashes):
@@ -300,8 +321,7 @@ def write_processed(backend, crashes, counter_sink=None):
             backend.mutate_rows(table, mutations)
     if stale:
         backend.mutate_rows(K.SIGNATURE_OOID, stale)
-    increments += counters.first_seen(backend, fresh)
-    (counter_sink or backend).increment_many(counters.coalesce(increments))
+    _send_counters(backend, counter_sink, increments, lambda: counters.first_seen(backend, fresh))
 
 
 def enqueue_priority(backend, crash_ids, now, counter_sink=None):
@@ -324,7 +344,7 @@ def enqueue_priority(backend, crash_ids, now, counter_sink=None):
                                              for cid in todo])
     backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cid), {K.COL_PRIORITY: stamp})
                                           for cid in todo])
-    (counter_sink or backend).increment_many(counters.queue_increments(inserts_unprocessed_priority=len(todo)))
+    _send_counters(backend, counter_sink, counters.queue_increments(inserts_unprocessed_priority=len(todo)))
     return len(todo)
 
 # -- reads -----------------------------------------------------------------------------------

@@ -124,3 +124,26 @@ def test_first_seen_is_exact_under_concurrent_processors(embedded_url):
         assert store.get_metrics("2016-09-18")["unique_crash_signatures"] == 2
         assert store.get_metrics("2016")["unique_crash_signatures"] == 2
         assert store.get_signature_counters("hot")["daily_2016-09-18"] == 8
+
+
+def test_a_failed_counter_update_does_not_fail_a_stored_crash(embedded_url, monkeypatch):
+    """The crash is stored before its counters: a counter failure is logged, not raised, so the
+    caller does not retry the save (which would count it twice); rollup repairs the count."""
+    from socorro_store import crashes as crash_module
+    from socorro_store.errors import BackendUnavailable
+
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        cid = crash_id("b")
+
+        def unavailable(increments):
+            raise BackendUnavailable("injected: increment reply lost")
+
+        monkeypatch.setattr(store.backend, "increment_many", unavailable)
+        before = crash_module.COUNTER_FAILURES["increments"]
+        store.save_raw_crash(raw_crash(cid), {"upload_file_minidump": b"MDMP"}, cid)
+        assert crash_module.COUNTER_FAILURES["increments"] > before
+        monkeypatch.undo()
+        assert store.get_raw_dump(cid) == b"MDMP"
+        assert list(store.new_crashes()) == [cid]
+        assert store.get_metrics("2016") == {}

@@ -65,6 +65,7 @@ COL_SIG_DAYS_EXPIRED = b"timestamps:expired_signature_days"
 COL_SIG_MONTHS_EXPIRED = b"timestamps:expired_signature_months"
 _CRASH_COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_HANG, K.COL_SIGNATURE, K.COL_META, K.COL_PROCESSED_JSON]
 _PAGE = 500
+_SCAN_DAYS = 31  # days whose signature columns one scan of crash_report_signatures finds
 UTC = timezone.utc
 
 
@@ -287,8 +288,38 @@ def _minutes_of(start, end):
     return out
 
 
-def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None):
-    """Make the minute, hour and day counters of ``day`` exact up to ``cutoff``."""
+def _signature_columns(day, cutoff):
+    """The signature columns of ``day`` that are closed at ``cutoff``: its hours and the day."""
+    end = min(day + timedelta(days=1), cutoff)
+    columns = [K.signature_counter_column("hour", K.metrics_row(day + timedelta(hours=h), "hour"))
+               for h in range(24) if day + timedelta(hours=h + 1) <= end]
+    if day + timedelta(days=1) <= cutoff:
+        columns.append(K.signature_counter_columns(day)["day"])
+    return columns
+
+
+def signature_rows_by_day(backend, days, cutoff):
+    """``{day: {signature row}}``: the rows with a closed signature column of each day (one scan).
+
+    A scan filtered by columns still reads the whole table server-side, so the roll-up makes one
+    per ``_SCAN_DAYS`` days, not one per day, and then reads only these rows.
+    """
+    owner = {column: day for day in days for column in _signature_columns(day, cutoff)}
+    found = {day: set() for day in days}
+    if owner:
+        for row, cells in backend.scan(K.SIGNATURES, columns=list(owner), page_size=1000):
+            for column in cells:
+                if column in owner:
+                    found[owner[column]].add(row)
+    return found
+
+
+def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None, signature_rows=None):
+    """Make the minute, hour and day counters of ``day`` exact up to ``cutoff``.
+
+    ``signature_rows``: the signature rows holding a column of the day (see
+    :func:`signature_rows_by_day`, which is called when None).
+    """
     end = min(day + timedelta(days=1), cutoff)
     if end <= day:
         return
@@ -326,7 +357,8 @@ def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None):
         elif K.parse_metrics_row(row)[0] == "hour":
             corrector.mark(row, stamp)
     # signature columns of the closed hours (and the day when closed)
-    columns = {K.signature_counter_columns(h)["hour"]: h for h in hours}
+    wanted = _signature_columns(day, cutoff)
+    columns = set(wanted)
     day_column = K.signature_counter_columns(day)["day"]
     exact_sigs = collections.defaultdict(dict)
     for sig_row, per_hour in tally.signatures.items():
@@ -336,13 +368,18 @@ def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None):
                 exact_sigs[sig_row][column] = n
             if day_closed:
                 exact_sigs[sig_row][day_column] = exact_sigs[sig_row].get(day_column, 0) + n
-    wanted = list(columns) + ([day_column] if day_closed else [])
     if wanted:
-        _fix_signatures(backend, corrector, wanted, exact_sigs)
+        if signature_rows is None:
+            signature_rows = signature_rows_by_day(backend, [day], cutoff)[day]
+        rows = sorted(set(signature_rows) | set(exact_sigs))
+        live = {}
+        for i in range(0, len(rows), 1000):
+            live.update(backend.get_rows(K.SIGNATURES, rows[i:i + 1000], columns=wanted))
+        _fix_signatures(corrector, {row: _decode_cells(cells) for row, cells in live.items()}, exact_sigs)
 
 
-def _fix_signatures(backend, corrector, columns, exact_sigs):
-    live = {row: _decode_cells(cells) for row, cells in backend.scan(K.SIGNATURES, columns=columns, page_size=1000)}
+def _fix_signatures(corrector, live, exact_sigs):
+    """``live``/``exact_sigs``: ``{signature row: {column: int}}``; queue the differences."""
     for row in set(live) | set(exact_sigs):
         corrector.fix(K.SIGNATURES, row, exact_sigs.get(row, {}), live.get(row, {}), kind="signatures")
 
@@ -375,17 +412,21 @@ def rollup_coarse(backend, level, start, corrector, stamp):
     coarse_column = K.signature_counter_columns(start)[level]
     expired_flag = COL_SIG_DAYS_EXPIRED if level == "month" else COL_SIG_MONTHS_EXPIRED
     exact_sigs = collections.defaultdict(dict)
-    if expired_flag in live.get(row, {}):
+    expired = expired_flag in live.get(row, {})
+    if expired:
         tally = count_range(backend, start, K.interval_end(level, start))
         corrector.report["crashes_read"] += tally.crashes
         for sig_row, per_hour in tally.signatures.items():
             exact_sigs[sig_row][coarse_column] = sum(per_hour.values())
-    else:
-        for sig_row, cells in backend.scan(K.SIGNATURES, columns=fine_columns, page_size=1000):
-            n = sum(_decode_cells(cells).values())
-            if n:
-                exact_sigs[sig_row][coarse_column] = n
-    _fix_signatures(backend, corrector, [coarse_column], exact_sigs)
+    live_sigs = {}  # one scan reads the finer columns and the live coarse one
+    for sig_row, cells in backend.scan(K.SIGNATURES, columns=([] if expired else fine_columns) + [coarse_column],
+                                       page_size=1000):
+        values = _decode_cells(cells)
+        live_sigs[sig_row] = {coarse_column: values[coarse_column]} if coarse_column in values else {}
+        n = sum(v for c, v in values.items() if c != coarse_column)
+        if n and not expired:
+            exact_sigs[sig_row][coarse_column] = n
+    _fix_signatures(corrector, live_sigs, exact_sigs)
     total[K.counter_column(counters.UNIQUE_SIGNATURES)] = sum(1 for v in exact_sigs.values() if v.get(coarse_column))
     live_cells = live.get(row, {})
     corrector.fix(K.METRICS, row, {c: v for c, v in total.items() if v}, _decode_cells(live_cells), _derived_column)
@@ -461,9 +502,14 @@ def rollup(ctx, backend, until=None, grace_s=DEFAULT_GRACE_S, since=None,
         ctx.save({"cutoff": _iso(cutoff), "days": days, "next": 0, "report": report}, phase="days")
     stamp = _iso(datetime.now(UTC)).encode()
     corrector = Corrector(backend, report)
+    signature_rows = {}
     for index in range(next_index, len(days)):
         day = _from_iso(days[index])
-        rollup_day(backend, day, cutoff, corrector, stamp, on_page=ctx.heartbeat)
+        if day not in signature_rows:  # one signature-table scan per _SCAN_DAYS days
+            signature_rows = signature_rows_by_day(
+                backend, [_from_iso(d) for d in days[index:index + _SCAN_DAYS]], cutoff)
+        rollup_day(backend, day, cutoff, corrector, stamp, on_page=ctx.heartbeat,
+                   signature_rows=signature_rows[day])
         corrector.flush()
         ctx.report("days", index + 1, len(days))
         ctx.save({"cutoff": _iso(cutoff), "days": days, "next": index + 1, "report": report}, phase="days")

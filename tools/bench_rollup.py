@@ -1,0 +1,228 @@
+#!/usr/bin/env python
+"""Roll-up benchmark: time, backend calls and rows read for 1, 7 and 30 days of synthetic crashes.
+
+For each D it ingests ``--per-day`` crashes a day for D days (2016-09-01 onwards; 30 days close
+September, so the month roll-up runs too) into a fresh store through the public API (save raw,
+take from the queue, save processed), corrupts ``--drift`` of the live counter cells (+1) so the
+roll-up has something to correct, then runs ``rollup.run_rollup`` with every day closed and
+reports: seconds, backend calls by kind, rows read (rows yielded by ``scan`` plus rows returned
+by ``get_rows``, by table; and unbounded scans, which read a whole table server-side), counter cells written (puts and deletes to ``metrics`` and
+``crash_report_signatures``) and the most times any one (table, row, column) was written (must
+be 1).  Ratios against D=1 show whether cost grows linearly with the rows read.  Usage:
+
+    python tools/bench_rollup.py                                  # embedded, temp directories
+    python tools/bench_rollup.py --days 1,7,30 --per-day 200 --json
+    python tools/bench_rollup.py --url hbase://127.0.0.1:9090     # gateway / HBase (table_prefix per D)
+"""
+
+import argparse
+import collections
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+
+from socorro_store import keys as K
+from socorro_store import open_store, rollup
+from socorro_store.backends.base import RowMutation
+from socorro_store.demo import Zipf, signature_names, synthetic_crashes
+
+START = datetime(2016, 9, 1, tzinfo=timezone.utc)
+COUNTER_TABLES = (K.METRICS, K.SIGNATURES)
+BATCH = 200
+
+
+def isolated(url, workdir, tag):
+    if url is None:
+        return f"embedded://{os.path.join(workdir, tag)}"
+    if url.startswith("hbase://"):
+        return f"{url}{'&' if '?' in url else '?'}table_prefix=br{tag}{uuid.uuid4().hex[:6]}"
+    if url.startswith("embedded://"):
+        return f"{url.rstrip('/')}/{tag}"
+    return url
+
+
+def ingest(store, days, per_day, seed):
+    """Save, take and process ``per_day`` crashes a day; signatures Zipf over one shared name list."""
+    rng = random.Random(seed)
+    names = signature_names(3000, rng)
+    zipf = Zipf(len(names))
+    total = 0
+    for d in range(days):
+        day = (START + timedelta(days=d)).date()
+        data = synthetic_crashes(per_day, day, seed=seed * 1000 + d, dump_kb=0)
+        planned = {}
+        for raw, _dumps, cid, sig in data:
+            planned[cid] = sig if sig in (None, "") else names[zipf.draw(rng)]
+        for i in range(0, len(data), BATCH):
+            store.save_raw_crashes([(r, {}, c) for r, _d, c, _s in data[i:i + BATCH]])
+        while True:
+            ids = list(store.new_crashes(limit=BATCH, processor_id="bench"))
+            if not ids:
+                break
+            store.save_processed_crashes([
+                {"uuid": cid, "signature": planned[cid], "success": planned[cid] is not None,
+                 "completeddatetime": datetime.now(timezone.utc).isoformat()} for cid in ids])
+        total += len(data)
+    return total
+
+
+def corrupt(backend, fraction, seed):
+    """Add 1 to ``fraction`` of the counter cells, so the roll-up must rewrite them."""
+    rng = random.Random(seed)
+    touched = 0
+    for table in COUNTER_TABLES:
+        batch = []
+        for row, cells in backend.scan(table, columns=[K.FAMILY_COUNTERS], page_size=1000):
+            if row == K.QUEUE_ROW:
+                continue
+            puts = {c: K.encode_counter(K.decode_counter(v) + 1) for c, v in cells.items()
+                    if len(v) == 8 and rng.random() < fraction}
+            if puts:
+                batch.append(RowMutation(row, puts))
+                touched += len(puts)
+        for i in range(0, len(batch), 1000):
+            backend.mutate_rows(table, batch[i:i + 1000])
+    return touched
+
+
+class Probe:
+    """Wraps one backend's scan/get_rows/mutate_rows (instance attributes) to count rows and writes."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.rows_read = collections.Counter()     # table -> rows
+        self.writes = collections.Counter()        # (table, row, column) -> puts + deletes
+        self.marks = collections.Counter()         # same, for non-counter columns (timestamps:*)
+        self.full_scans = collections.Counter()    # table -> unbounded scans (read the whole table)
+        scan, get_rows, mutate_rows = backend.scan, backend.get_rows, backend.mutate_rows
+
+        def counted_scan(table, *args, **kwargs):
+            if not args and not any(kwargs.get(k) for k in ("start", "stop", "prefix")):
+                self.full_scans[table] += 1
+            for item in scan(table, *args, **kwargs):
+                self.rows_read[table] += 1
+                yield item
+
+        def counted_get_rows(table, rows, *args, **kwargs):
+            found = get_rows(table, rows, *args, **kwargs)
+            self.rows_read[table] += len(found)
+            return found
+
+        def counted_mutate_rows(table, mutations, *args, **kwargs):
+            if table in COUNTER_TABLES:
+                for m in mutations:
+                    for column in list(m.puts) + list(m.deletes):
+                        target = self.writes if column.startswith(K.FAMILY_COUNTERS + b":") else self.marks
+                        target[(table, m.row, column)] += 1
+            return mutate_rows(table, mutations, *args, **kwargs)
+
+        backend.scan, backend.get_rows, backend.mutate_rows = counted_scan, counted_get_rows, counted_mutate_rows
+
+    def close(self):
+        for name in ("scan", "get_rows", "mutate_rows"):
+            self.backend.__dict__.pop(name, None)
+
+
+def bench_one(url, days, per_day, drift, seed):
+    with open_store(url) as store:
+        store.create_tables()
+        t0 = time.perf_counter()
+        crashes = ingest(store, days, per_day, seed)
+        ingest_s = time.perf_counter() - t0
+        corrupted = corrupt(store.backend, drift, seed)
+        backend = store.backend
+        probe = Probe(backend)
+        backend.calls.clear()
+        until = START + timedelta(days=days)
+        t0 = time.perf_counter()
+        try:
+            report = rollup.run_rollup(backend, until=until, grace_s=0, since=START)
+        finally:
+            seconds = time.perf_counter() - t0
+            probe.close()
+        calls = dict(sorted(backend.calls.items()))
+        rows_read = sum(probe.rows_read.values())
+        n_calls = sum(calls.values())
+        return {
+            "days": days, "crashes": crashes, "ingest_seconds": round(ingest_s, 2),
+            "counter_cells_corrupted": corrupted, "seconds": round(seconds, 3), "calls": calls,
+            "calls_total": n_calls, "rows_read": rows_read, "rows_read_by_table": dict(probe.rows_read),
+            "full_table_scans": dict(probe.full_scans),
+            "rows_per_second": round(rows_read / seconds) if seconds else None,
+            "counter_cells_written": sum(probe.writes.values()), "counter_keys_written": len(probe.writes),
+            "max_writes_per_key": max(probe.writes.values(), default=0),
+            "max_writes_per_mark": max(probe.marks.values(), default=0),
+            "drift_reported": sum(report["drift"].values()), "months_rolled_up": report["months"],
+            "us_per_row": round(seconds / rows_read * 1e6, 1) if rows_read else None,
+            "calls_per_1k_rows": round(n_calls / rows_read * 1000, 2) if rows_read else None,
+        }
+
+
+def add_ratios(results):
+    base = results[0]
+    for r in results:
+        scale = r["rows_read"] / base["rows_read"] if base["rows_read"] else None
+        r["vs_first"] = {
+            "crashes_x": round(r["crashes"] / base["crashes"], 2),
+            "rows_read_x": round(scale, 2) if scale else None,
+            "seconds_x": round(r["seconds"] / base["seconds"], 2) if base["seconds"] else None,
+            "calls_x": round(r["calls_total"] / base["calls_total"], 2) if base["calls_total"] else None,
+            "rows_per_crash": round(r["rows_read"] / r["crashes"], 2),
+        }
+    return results
+
+
+def print_table(results):
+    fields = [("days", "days"), ("crashes", "crashes"), ("seconds", "seconds"), ("calls_total", "calls"),
+              ("rows_read", "rows read"), ("rows_per_second", "rows/s"), ("counter_cells_written", "counter cells"),
+              ("max_writes_per_key", "max writes/key"), ("us_per_row", "µs/row"),
+              ("calls_per_1k_rows", "calls/1k rows")]
+    width = max(len(label) for _f, label in fields) + 2
+    print("".join(f"{label:>{width}}" for _f, label in fields))
+    for r in results:
+        print("".join(f"{r[f]!s:>{width}}" for f, _label in fields))
+    print()
+    for r in results:
+        v = r["vs_first"]
+        print(f"D={r['days']:>2}: calls {r['calls']}")
+        print(f"      rows read by table {r['rows_read_by_table']}; full-table scans {r['full_table_scans']}")
+        print(f"      vs D={results[0]['days']}: crashes x{v['crashes_x']}, rows read x{v['rows_read_x']}, "
+              f"seconds x{v['seconds_x']}, calls x{v['calls_x']}; rows read per crash {v['rows_per_crash']}; "
+              f"drift corrected {r['drift_reported']} (corrupted {r['counter_cells_corrupted']}); "
+              f"months {r['months_rolled_up']}; max writes per mark {r['max_writes_per_mark']}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--days", default="1,7,30", help="comma-separated day counts (default 1,7,30)")
+    parser.add_argument("--per-day", type=int, default=200, help="crashes per day (default 200)")
+    parser.add_argument("--drift", type=float, default=0.5, help="fraction of counter cells to corrupt")
+    parser.add_argument("--url", help="store URL (default: embedded store in a temp directory per D)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    args = parser.parse_args(argv)
+    day_counts = [int(d) for d in args.days.split(",") if d.strip()]
+    if not day_counts or min(day_counts) < 1 or max(day_counts) > 365:
+        parser.error("--days: integers in 1..365")
+    results = []
+    with tempfile.TemporaryDirectory(prefix="bench-rollup-") as workdir:
+        for days in day_counts:
+            results.append(bench_one(isolated(args.url, workdir, f"d{days}"), days, args.per_day,
+                                     args.drift, args.seed))
+            print(f"D={days}: {results[-1]['seconds']} s", file=sys.stderr)
+    add_ratios(results)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print_table(results)
+    ok = all(r["max_writes_per_key"] <= 1 for r in results)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

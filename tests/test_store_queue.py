@@ -76,9 +76,10 @@ def test_claims_are_exclusive_and_processing_removes_pointers(store):
 def test_expired_lease_comes_back(store):
     cid = crash_id("a")
     store.save_raw_crash(raw_crash(cid), {}, cid)
-    assert list(store.new_crashes(processor_id="dies", lease_seconds=0.05)) == [cid]
+    # A lease long enough that the next call surely sees it live, even on a slow backend.
+    assert list(store.new_crashes(processor_id="dies", lease_seconds=1.5)) == [cid]
     assert list(store.new_crashes(processor_id="other")) == []  # lease still live
-    time.sleep(0.1)
+    time.sleep(1.6)
     assert list(store.new_crashes(processor_id="other")) == [cid]
     assert store.get_processing_state(cid)["claim"]["processor"] == "other"
 
@@ -144,13 +145,13 @@ def test_killed_processor_claims_return_after_lease(embedded_url):
         store.create_tables()
         cids = [crash_id(s) for s in "02468ace"]
         store.save_raw_crashes([(raw_crash(c, BASE_TIME + timedelta(seconds=i)), {}, c) for i, c in enumerate(cids)])
-        claimed = store.new_crashes(limit=5, processor_id="doomed", lease_seconds=0.05)
+        claimed = store.new_crashes(limit=5, processor_id="doomed", lease_seconds=1.0)
         held = [next(claimed), next(claimed), next(claimed)]  # dies mid-batch
         assert held == cids[:3]
         # The batch of 5 was claimed as a group: the 2 it never yielded are held too.
         survivor = list(store.new_crashes(processor_id="survivor"))
         assert survivor == cids[5:]
-        time.sleep(0.1)
+        time.sleep(1.1)
         assert list(store.new_crashes(processor_id="survivor")) == cids[:5]
 
 

@@ -327,7 +327,9 @@ def write_processed(backend, crashes, counter_sink=None):
 def enqueue_priority(backend, crash_ids, now, counter_sink=None):
     """Queue crashes for (re)processing: pointer rows first, then ``flags:priority_processing``.
 
-    A crash that already has a pending priority request keeps it (no duplicate row).
+    A crash that already has a pending priority request keeps it (no duplicate row).  The flag is
+    set with a check-and-put expecting none, so of two concurrent requests only one wins; the
+    loser deletes the pointer it wrote.
     """
     try:
         crash_ids = list(dict.fromkeys(crash_ids))
@@ -342,10 +344,20 @@ def enqueue_priority(backend, crash_ids, now, counter_sink=None):
     stamp = K.format_timestamp(now)
     backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(K.priority_key(cid, now), pointer_puts(cid))
                                              for cid in todo])
-    backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cid), {K.COL_PRIORITY: stamp})
-                                          for cid in todo])
-    _send_counters(backend, counter_sink, counters.queue_increments(inserts_unprocessed_priority=len(todo)))
-    return len(todo)
+    won = backend.check_and_put_many(K.CRASH_REPORTS, [
+        (K.crash_row_key(cid), K.COL_PRIORITY, None, {K.COL_PRIORITY: stamp}) for cid in todo])
+    lost = [cid for cid, ok in zip(todo, won) if not ok]
+    if lost:  # another request got there first: its pointer stands, ours goes...
+        flags = backend.get_rows(K.CRASH_REPORTS, [K.crash_row_key(cid) for cid in lost], columns=[K.COL_PRIORITY])
+        ours = [cid for cid in lost  # ...unless both were made in the same microsecond (same row)
+                if flags.get(K.crash_row_key(cid), {}).get(K.COL_PRIORITY) != stamp]
+        if ours:
+            backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(K.priority_key(cid, now), delete_row=True)
+                                                     for cid in ours])
+    queued = len(todo) - len(lost)
+    if queued:
+        _send_counters(backend, counter_sink, counters.queue_increments(inserts_unprocessed_priority=queued))
+    return queued
 
 # -- reads -----------------------------------------------------------------------------------
 

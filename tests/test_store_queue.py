@@ -182,3 +182,40 @@ def test_retried_save_processed_after_a_failed_queue_delete_leaves_no_pointer(em
         assert store.queue_sizes()["standard"] == 0
         time.sleep(0.01)
         assert list(store.new_crashes(processor_id="q", lease_seconds=0.001)) == []
+
+
+def test_concurrent_priority_requests_queue_a_crash_once(embedded_url, monkeypatch):
+    from socorro_store import crashes as crash_module
+
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        cid = crash_id("c")
+        store.save_raw_crash(raw_crash(cid), {}, cid)
+        store.save_processed(processed(cid))
+        results = []
+        barrier = threading.Barrier(4)
+        read_states = crash_module.read_states
+
+        def read_then_wait(backend, crash_ids):
+            states = read_states(backend, crash_ids)
+            barrier.wait()  # every request has seen "no pending request" before any writes
+            return states
+
+        monkeypatch.setattr(crash_module, "read_states", read_then_wait)
+
+        def request():
+            results.append(store.enqueue_priority([cid]))
+
+        threads = [threading.Thread(target=request) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        monkeypatch.undo()
+        assert sum(results) == 1
+        assert len(list(store.backend.scan(K.UNPROCESSED_FLAG, prefix=K.PRIORITY_PREFIX))) == 1
+        assert store.queue_sizes()["priority"] == 1
+        assert list(store.new_crashes(queue="priority")) == [cid]
+        store.save_processed(processed(cid))
+        assert store.queue_sizes()["priority"] == 0
+        assert list(store.backend.scan(K.UNPROCESSED_FLAG, prefix=K.PRIORITY_PREFIX)) == []

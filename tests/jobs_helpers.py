@@ -6,6 +6,7 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 from socorro_store import keys as K
+from socorro_store.chaos import live_counters  # noqa: F401 - shared with the tests
 
 START = datetime(2016, 12, 30, 22, 0, tzinfo=timezone.utc)   # spans two days, a month and a year end
 UNTIL = "2017-01-02T00:00:00Z"                               # closes 2016 (and its month); 2017-01 stays open
@@ -87,16 +88,3 @@ def expected_counters(specs):
     for row, names in unique.items():
         metrics[row][b"counters:unique_crash_signatures"] = len(names)
     return ({r: dict(c) for r, c in metrics.items()}, {r: dict(c) for r, c in sigs.items()})
-
-
-def live_counters(backend):
-    """``(metrics, signatures)`` as stored: every non-zero counter (queue row excluded)."""
-    metrics, sigs = {}, {}
-    for table, out in ((K.METRICS, metrics), (K.SIGNATURES, sigs)):
-        for row, cells in backend.scan(table, columns=[b"counters"]):
-            if row == K.QUEUE_ROW:
-                continue
-            values = {c: K.decode_counter(v) for c, v in cells.items() if K.decode_counter(v)}
-            if values:
-                out[row] = values
-    return metrics, sigs

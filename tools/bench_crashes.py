@@ -22,7 +22,6 @@ Each mode runs in its own child process (fresh namespace, own peak RSS).  Usage:
 import argparse
 import json
 import multiprocessing
-import os
 import resource
 import sys
 import tempfile
@@ -30,6 +29,7 @@ import time
 import uuid
 from datetime import datetime, timezone
 
+from bench_common import isolated
 from socorro_store import keys as K
 from socorro_store.backends import RowMutation, open_backend
 from socorro_store.counters import oop_counter, throttle_counter
@@ -38,16 +38,6 @@ from socorro_store.demo import synthetic_crashes
 from socorro_store.store import CrashStore
 
 DAY = datetime(2016, 9, 18, tzinfo=timezone.utc).date()
-
-
-def isolated(url, workdir, tag):
-    if url is None:
-        return f"embedded://{os.path.join(workdir, tag)}"
-    if url.startswith("hbase://"):
-        return f"{url}{'&' if '?' in url else '?'}table_prefix=b{tag}"
-    if url.startswith("embedded://"):
-        return f"{url.rstrip('/')}/{tag}"
-    return url
 
 
 def processed_for(crash_id, signature):

@@ -18,14 +18,13 @@ be 1).  Ratios against D=1 show whether cost grows linearly with the rows read. 
 import argparse
 import collections
 import json
-import os
 import random
 import sys
 import tempfile
 import time
-import uuid
 from datetime import datetime, timedelta, timezone
 
+from bench_common import isolated
 from socorro_store import keys as K
 from socorro_store import open_store, rollup
 from socorro_store.backends.base import RowMutation
@@ -34,16 +33,6 @@ from socorro_store.demo import Zipf, signature_names, synthetic_crashes
 START = datetime(2016, 9, 1, tzinfo=timezone.utc)
 COUNTER_TABLES = (K.METRICS, K.SIGNATURES)
 BATCH = 200
-
-
-def isolated(url, workdir, tag):
-    if url is None:
-        return f"embedded://{os.path.join(workdir, tag)}"
-    if url.startswith("hbase://"):
-        return f"{url}{'&' if '?' in url else '?'}table_prefix=br{tag}{uuid.uuid4().hex[:6]}"
-    if url.startswith("embedded://"):
-        return f"{url.rstrip('/')}/{tag}"
-    return url
 
 
 def ingest(store, days, per_day, seed):

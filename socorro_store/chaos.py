@@ -23,6 +23,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 import zlib
@@ -246,19 +247,26 @@ def kill(proc):
 class Gateway:
     """``socorro-store serve`` over ``directory`` on a free loopback port (a child process)."""
 
-    def __init__(self, directory, transport="buffered", protocol="binary", extra_args=()):
+    def __init__(self, directory, transport="buffered", protocol="binary", extra_args=(), start_timeout_s=30):
         self.directory, self.transport, self.protocol = str(directory), transport, protocol
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "socorro_store", "--url", f"embedded://{self.directory}", "serve",
              "--port", "0", "--transport", transport, "--protocol", protocol, *extra_args],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        line = self.proc.stdout.readline()
-        match = _SERVING.search(line or "")
+        self.port = self._wait_for_port(start_timeout_s)
+
+    def _wait_for_port(self, timeout_s):
+        """The port of the "serving … on 127.0.0.1:PORT" line; a server silent that long is killed."""
+        lines = []
+        reader = threading.Thread(target=lambda: lines.append(self.proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout_s)
+        match = _SERVING.search(lines[0] if lines else "")
         if not match:
             kill(self.proc)
-            raise RuntimeError(f"gateway did not start: {line!r}")
-        self.port = int(match.group(1))
+            raise RuntimeError(f"gateway did not start within {timeout_s} s: {lines!r}")
+        return int(match.group(1))
 
     def url(self, **options):
         query = "&".join([f"transport={self.transport}", f"protocol={self.protocol}",

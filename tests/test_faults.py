@@ -30,7 +30,7 @@ def proxied(gateway_buffered_binary):
     """``(backend through the proxy, backend direct, proxy)`` sharing a fresh table prefix."""
     prefix = "f" + uuid.uuid4().hex[:10]
     proxy = FaultProxy(("127.0.0.1", gateway_buffered_binary.port), delay_s=1.0).start()
-    direct_url = f"{gateway_buffered_binary.url}&table_prefix={prefix}"
+    direct_url = gateway_buffered_binary.url(table_prefix=prefix)
     via = open_backend(f"hbase://127.0.0.1:{proxy.port}?table_prefix={prefix}&timeout_ms=300&retries={RETRIES}")
     direct = open_backend(direct_url)
     direct.create_table(TableSpec("t", (FamilySpec("cf"),)))

@@ -236,6 +236,7 @@ class Engine:
         results = []
         with table.transaction() as conn:
             ts_now = now_ms()
+            masked = _MarkerCache(conn)  # this transaction deletes nothing: one cache serves all
             for row, family, qualifier, expected, puts in items:
                 current = _latest(conn, row, family, qualifier, info.families[family], ts_now)
                 if expected:
@@ -244,7 +245,7 @@ class Engine:
                     matched = current is None or current[1] == b""
                 if matched:
                     ts = max(ts_now, current[0]) if current else ts_now
-                    self._put_cells(conn, info, row, puts, ts)
+                    self._put_cells(conn, info, row, puts, ts, masked)
                 results.append(matched)
         return results
 
@@ -256,17 +257,17 @@ class Engine:
         out = []
         with table.transaction() as conn:
             ts_now = now_ms()
+            masked = _MarkerCache(conn)  # this transaction deletes nothing: one cache serves all
             for fam, qual, delta in appends:
                 current = _latest(conn, row, fam, qual, info.families[fam], ts_now)
                 value = (current[1] if current else b"") + delta
                 ts = max(current[0] + 1, ts_now) if current else ts_now
-                self._put_cells(conn, info, row, [(fam, qual, value)], ts)
+                self._put_cells(conn, info, row, [(fam, qual, value)], ts, masked)
                 out.append((fam, qual, ts, value))
         return out
 
     @staticmethod
-    def _put_cells(conn, info, row, puts, ts):
-        masked = _MarkerCache(conn)
+    def _put_cells(conn, info, row, puts, ts, masked):
         for fam, qual, value in puts:
             if masked(row, fam, qual, ts):
                 continue

@@ -10,9 +10,11 @@ legacy     crash_reports_index_legacy_unprocessed_flag     salt + submitted time
 priority   crash_reports_index_unprocessed_flag            ``priority/`` + salt + request time + id
 =========  ==============================================  ====================================
 
-Taking work (:func:`take`) merges the 16 salt buckets with :func:`heapq.merge` over 16 paged
-scans, so crash ids come out in submission (or request) order while memory holds at most one page
-per bucket.
+Taking work (:func:`take`) yields crash ids in submission (or request) order across the 16 salt
+buckets, holding at most 16 pages of rows (:func:`queue_rows`).  A queue that keeps up is short,
+so it is first read with one scan over all buckets and sorted in memory: one scanner instead of
+sixteen (3 round trips instead of 48 on HBase's Thrift1).  A longer queue is read by merging the
+16 paged bucket scans with :func:`heapq.merge`.
 
 Claims live in the queue row's ``processor_state`` family (5 versions keep the claim history):
 
@@ -105,6 +107,31 @@ def merged_scan(backend, table, prefix=b"", columns=None, start=None, end=None,
     return heapq.merge(*iterators, key=lambda item: time_index_order(item[0], prefix))
 
 
+def queue_rows(backend, table, prefix=b"", columns=None, page_size=DEFAULT_PAGE_SIZE):
+    """Every row of a queue in (time, crash id) order, with at most 16 pages in memory.
+
+    One scan reads up to 16 pages over the whole key range of the 16 buckets; if the queue is
+    that short, its rows are sorted in memory.  Otherwise the 16 bucket scans are merged
+    (:func:`merged_scan`), and the probe's rows are dropped.  Rows between the buckets (keys
+    whose first byte after ``prefix`` is not a salt) are not queue rows and are skipped, as the
+    merged scan would.
+    """
+    cap = len(SALTS) * page_size
+    low = time_index_range(SALTS[0], prefix=prefix)[0]
+    high = time_index_range(SALTS[-1], prefix=prefix)[1]
+    rows = list(backend.scan(table, start=low, stop=high, columns=columns, limit=cap + 1, page_size=cap + 1))
+    if len(rows) > cap:
+        del rows
+        return merged_scan(backend, table, prefix, columns=columns, page_size=page_size)
+    salt_at = len(prefix)
+    rows = [item for item in rows if item[0][salt_at:salt_at + 1] in _SALT_BYTES]
+    rows.sort(key=lambda item: time_index_order(item[0], prefix))
+    return iter(rows)
+
+
+_SALT_BYTES = frozenset(salt_char.encode("ascii") for salt_char in SALTS)
+
+
 def take(backend, limit=None, queue="standard", processor_id=None, lease_seconds=DEFAULT_LEASE_SECONDS,
          page_size=DEFAULT_PAGE_SIZE):
     """Claim crashes from ``queue`` in order; return an iterator of crash ids.
@@ -131,7 +158,7 @@ def _take(backend, table, prefix, limit, processor_id, lease_seconds, page_size)
     if limit == 0:
         return
     claimed = 0
-    rows = merged_scan(backend, table, prefix, columns=[COL_OOID, COL_CLAIM], page_size=page_size)
+    rows = queue_rows(backend, table, prefix, columns=[COL_OOID, COL_CLAIM], page_size=page_size)
     rows = ((row, cells) for row, cells in rows if cells.get(COL_OOID))  # half-deleted: repair's job
     candidates = with_crash_rows(backend, rows, lambda item: item[1][COL_OOID], page_size)
     while True:

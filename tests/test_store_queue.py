@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from socorro_store import BackendUnavailable, InvalidArgument, open_store
 from socorro_store import keys as K
+from socorro_store import queue
+from socorro_store.backends import RowMutation
 from socorro_store.scrutiny import reconcile_queue
 
 from store_helpers import BASE_TIME, crash_id, processed, raw_crash
@@ -51,10 +53,31 @@ def test_queue_and_time_index_come_out_in_submission_order(shared_store, crashes
     store.save_raw_crashes([(raw_crash(c, t), {}, c) for t, c in shuffled])
     expected = [c for t, c in sorted(items, key=lambda item: (K.format_timestamp(item[0]), item[1]))]
     assert list(store.crashes_submitted(day, day + timedelta(days=1))) == expected
+    table, prefix = queue.queue_table("standard")
+    one_scan = [row for row, _cells in queue.queue_rows(store.backend, table, prefix)]
+    assert one_scan == [row for row, _cells in queue.merged_scan(store.backend, table, prefix, page_size=3)]
     taken = list(store.new_crashes(processor_id="prop"))
     assert taken == expected
     store.save_processed_crashes([processed(c) for c in taken])
     assert list(store.new_crashes()) == []
+
+
+def test_a_short_queue_is_read_with_one_scan_and_a_long_one_by_merging(store):
+    ids = [crash_id(salt, BASE_TIME, random.Random(i)) for i, salt in enumerate(K.SALTS * 2)]
+    store.save_raw_crashes([(raw_crash(c, BASE_TIME + timedelta(seconds=i)), {}, c) for i, c in enumerate(ids)])
+    table, prefix = queue.queue_table("standard")
+    # a foreign row between the "9" and "a" buckets: inside the one-scan range, in no bucket
+    store.backend.mutate_rows(table, [RowMutation(b":foreign", {K.COL_OOID: ids[0].encode()})])
+
+    def scanners_opened(page_size):
+        kind = "scan_open" if "scan_open" in store.backend.calls else "scan"
+        before = store.backend.calls[kind]
+        rows = [row for row, _cells in queue.queue_rows(store.backend, table, prefix, page_size=page_size)]
+        assert [K.parse_time_index_key(row)[0] for row in rows] == ids
+        return store.backend.calls[kind] - before
+
+    assert scanners_opened(page_size=3) == 1  # 33 rows fit in 16 pages of 3
+    assert scanners_opened(page_size=1) >= 1 + len(K.SALTS)  # they do not fit in 16 pages of 1
 
 
 def test_claims_are_exclusive_and_processing_removes_pointers(store):

@@ -10,6 +10,13 @@ def echo_json(data):
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
-def url_of(ctx):
-    """The store URL given to the main group (None means env var, then default)."""
-    return ctx.find_root().obj["url"]
+def url_of(ctx, local_url=None):
+    """The store URL: the command's own ``--url``, else the main group's (None means env var,
+    then default)."""
+    return local_url or ctx.find_root().obj["url"]
+
+
+def local_url_option(command):
+    """``--url`` on a command itself (``socorro-store serve --url …``), overriding the global one."""
+    return click.option("--url", "local_url", default=None, metavar="URL",
+                        help="Store URL (overrides the global --url).")(command)

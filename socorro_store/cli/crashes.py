@@ -5,7 +5,7 @@ import sys
 import click
 
 from ..demo import run_demo
-from .common import echo_json, url_of
+from .common import echo_json, local_url_option, url_of
 
 
 @click.command()
@@ -16,13 +16,12 @@ from .common import echo_json, url_of
 @click.option("--dump-kb", type=click.IntRange(0), default=150, show_default=True,
               help="Average minidump size in KB (0: metadata-only crashes).")
 @click.option("--seed", type=int, default=None, help="Random seed (default: a new one per run).")
-@click.option("--url", "local_url", default=None, metavar="URL",
-              help="Store URL (overrides the global --url).")
+@local_url_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
 def demo(ctx, count, processors, dump_kb, seed, local_url, as_json):
     """Simulate a collector, processors and readers on the store, then print what it holds."""
-    url = local_url or url_of(ctx)
+    url = url_of(ctx, local_url)
     with click.progressbar(length=count, label="collect + process", file=sys.stderr) as bar:
         report = run_demo(url, crashes=count, processors=processors, seed=seed, dump_kb=dump_kb,
                           progress=bar.update)

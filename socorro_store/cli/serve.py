@@ -4,7 +4,7 @@ import click
 
 from ..config import parse_url
 from ..errors import ConfigError
-from .common import url_of
+from .common import local_url_option, url_of
 
 
 @click.command()
@@ -20,12 +20,13 @@ from .common import url_of
               help="Seconds before an idle connection is closed.")
 @click.option("--workers", default=32, show_default=True, type=click.IntRange(min=1),
               help="Connections served at once (one worker thread each).")
+@local_url_option
 @click.pass_context
-def serve(ctx, host, port, transport, protocol, allow_remote, max_frame_mb, idle_timeout, workers):
+def serve(ctx, host, port, transport, protocol, allow_remote, max_frame_mb, idle_timeout, workers, local_url):
     """Serve an embedded:// store over HBase Thrift1 until SIGTERM/SIGINT."""
     from ..gateway import serve as run_gateway  # thriftpy2 only when serving
 
-    url = parse_url(url_of(ctx))
+    url = parse_url(url_of(ctx, local_url))
     if url.scheme != "embedded":
         raise ConfigError(f"serve needs an embedded:// store URL, not {url.text!r}")
     run_gateway(url.path, host=host, port=port, transport=transport, protocol=protocol,

@@ -233,9 +233,12 @@ class RunContext:
         self.progress = progress  # optional callable(phase, done, total) for progress bars
         self._log_seq = 0
 
-    def _write(self):
-        self.backend.mutate_rows(keys.JOBS, [RowMutation(keys.job_run_key(self.run.job, self.run.run_id),
-                                                         self.run.to_puts())])
+    def _write(self, first=False):
+        mutations = [RowMutation(keys.job_run_key(self.run.job, self.run.run_id), self.run.to_puts())]
+        if first:  # the run-id row goes with the first record, in the same call
+            mutations.insert(0, RowMutation(keys.run_id_key(self.run.run_id),
+                                            {keys.COL_RUN_JOB: self.run.job.encode("ascii")}))
+        self.backend.mutate_rows(keys.JOBS, mutations)
 
     def heartbeat(self, force=False):
         """Renew the lease (and record the heartbeat) if ttl/3 passed since the last renewal."""
@@ -314,7 +317,7 @@ def start_run(backend, job, params=None, lease_ttl_s=DEFAULT_LEASE_TTL_S, resume
             run.checkpoint, run.resumed_from = latest.checkpoint, latest.run_id
     ctx = RunContext(backend, run, lease, progress)
     try:
-        ctx._write()
+        ctx._write(first=True)
     except BaseException:
         lease.release()
         raise
@@ -376,24 +379,29 @@ def run_job(backend, job, fn, params=None, *, max_attempts=3, backoff_s=2.0, bac
 # -- listing --------------------------------------------------------------------------------
 
 def list_runs(backend, job=None, limit=None):
-    """Runs (newest first), of one job or of all jobs.  ``limit`` caps the number returned."""
+    """Runs (newest first), of one job or of all jobs.  ``limit`` caps the number returned.
+
+    Run keys of one job sort by start time, so one job's runs are a reverse scan that stops at
+    ``limit``; all jobs' runs are every run row, sorted here.
+    """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise InvalidArgument(f"limit must be a positive int: {limit!r}")
-    runs = [JobRun.from_row(cells) for _row, cells in
-            backend.scan(keys.JOBS, prefix=keys.job_run_prefix(job), columns=[b"run"])]
+    prefix = keys.job_run_prefix(job)
+    if job is not None:
+        return [JobRun.from_row(cells) for _row, cells in
+                backend.scan(keys.JOBS, prefix=prefix, columns=[b"run"], reverse=True, limit=limit)]
+    runs = [JobRun.from_row(cells) for _row, cells in backend.scan(keys.JOBS, prefix=prefix, columns=[b"run"])]
     runs.sort(key=lambda run: (run.started_ms, run.run_id), reverse=True)
     return runs[:limit] if limit is not None else runs
 
 
 def get_run(backend, run_id):
-    """The run with id ``run_id`` (any job), with its ``log`` messages in ``run.log``."""
-    keys.validate_run_id(run_id)
-    suffix = b":" + run_id.encode("ascii")
-    for row, cells in backend.scan(keys.JOBS, prefix=keys.job_run_prefix(), columns=[b"run:run_id"]):
-        if row.endswith(suffix):
-            full = backend.get_row(keys.JOBS, row)
-            run = JobRun.from_row(full)
-            run.log = [value.decode("utf-8", "replace") for column, value in sorted(full.items())
-                       if column.startswith(b"log:")]
-            return run
-    raise JobRunNotFound(f"no job run {run_id!r}")
+    """The run with id ``run_id`` (any job), with its ``log`` messages in ``run.log``: two gets."""
+    job = backend.get_row(keys.JOBS, keys.run_id_key(run_id), columns=[keys.COL_RUN_JOB]).get(keys.COL_RUN_JOB)
+    full = backend.get_row(keys.JOBS, keys.job_run_key(job.decode("ascii"), run_id)) if job else {}
+    if not full:
+        raise JobRunNotFound(f"no job run {run_id!r}")
+    run = JobRun.from_row(full)
+    run.log = [value.decode("utf-8", "replace") for column, value in sorted(full.items())
+               if column.startswith(b"log:")]
+    return run

@@ -515,6 +515,7 @@ JOBS = "jobs"
 _JOB_NAME_RE = re.compile(r"^[a-z0-9_\-]{1,64}$")
 _RUN_ID_RE = re.compile(r"^\d{8}T\d{9}Z-[0-9a-f]{6}$")
 COL_LEASE = b"lease:holder"
+COL_RUN_JOB = b"run:job"  # of a run-id row (:func:`run_id_key`)
 
 
 def validate_job_name(name):
@@ -545,6 +546,18 @@ def job_run_prefix(job=None):
 def job_run_key(job, run_id):
     """``run:<job>:<run id>``."""
     return job_run_prefix(job) + validate_run_id(run_id).encode("ascii")
+
+
+def run_id_key(run_id):
+    """``runid:<run id>``: the row naming a run's job (``run:job``), so a run is found by id."""
+    return b"runid:" + validate_run_id(run_id).encode("ascii")
+
+
+def parse_run_id_key(key):
+    """Inverse of :func:`run_id_key`: the run id."""
+    if not isinstance(key, bytes) or not key.startswith(b"runid:"):
+        raise InvalidArgument(f"not a run id key: {key!r}")
+    return validate_run_id(key[6:].decode("ascii", "replace"))
 
 
 def parse_job_run_key(key):

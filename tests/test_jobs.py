@@ -161,6 +161,26 @@ def test_retry_succeeds_on_second_attempt(store):
     assert run.status == jobs.SUCCEEDED and run.attempt == 2 and run.result == "ok"
 
 
+def test_runs_are_found_by_id_and_listed_newest_first_without_scanning_them_all(store):
+    clock = FakeClock()
+    made = []
+    for job in ("rollup", "expire", "rollup", "rollup"):
+        clock.now += 1000
+        ctx = jobs.start_run(store, job, clock=clock)
+        jobs.finish_run(ctx, jobs.SUCCEEDED)
+        made.append((job, ctx.run.run_id))
+    rollups = [run_id for job, run_id in made if job == "rollup"]
+
+    def scans():  # scanners opened (hbase counts opens apart from fetches)
+        return store.calls.get("scan_open", store.calls.get("scan", 0))
+
+    assert [r.run_id for r in jobs.list_runs(store, "rollup", limit=2)] == rollups[::-1][:2]
+    before = scans()
+    assert jobs.get_run(store, made[1][1]).job == "expire"
+    assert scans() == before  # found by id: two row reads, no scan
+    assert [r.run_id for r in jobs.list_runs(store)] == [run_id for _job, run_id in made][::-1]
+
+
 def test_bad_input_is_refused_and_writes_nothing(embedded_url):
     with open_backend(embedded_url) as backend:
         create_tables(backend, only=["jobs"])

@@ -179,3 +179,13 @@ def test_time_index_helpers_agree_with_the_key_layout():
     column = K.hang_column("plugin")
     assert K.is_hang_column(column) and not K.is_hang_column(K.HANG_COLUMN_PREFIX)
     assert K.signature_counter_column("hour", b"2016-09-18T12") == K.signature_counter_columns(moment)["hour"]
+
+
+@given(st.from_regex(r"[a-z0-9_\-]{1,64}", fullmatch=True), st.integers(0, 4102444800000), st.integers(0, 2**24 - 1))
+def test_job_run_layouts_round_trip(job, started_ms, nonce):
+    run_id = K.new_run_id(started_ms, "%06x" % nonce)
+    assert K.parse_job_run_key(K.job_run_key(job, run_id)) == (job, run_id)
+    assert K.parse_run_id_key(K.run_id_key(run_id)) == run_id
+    assert not K.run_id_key(run_id).startswith(K.job_run_prefix())  # never listed as a run
+    with pytest.raises(InvalidArgument):
+        K.run_id_key(run_id + "x")

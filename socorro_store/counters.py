@@ -43,18 +43,18 @@ This library has no downstream feeder: ``deletes_processed_*`` move only through
 ``counters:hourly_yyyy-mm-ddThh``, ``daily_yyyy-mm-dd``, ``monthly_yyyy-mm``, ``yearly_yyyy``:
 crashes of that signature submitted in the interval.
 
-First-seen detection (unique_crash_signatures): :func:`first_seen` reads the signature rows of a
-batch once; each missing interval column is created at 0 by a single-cell
-``check_and_put(expected=None)``.  Only one writer can win each, so every (signature, interval)
-is counted once live, whatever the number of processors.
+First-seen detection (unique_crash_signatures): :func:`first_seen` keeps a marker per (interval,
+signature) in ``crash_report_signatures_seen`` and appends to the missing ones, one append per
+interval row; the one append that gets back only its own byte counts the pair.  Every (signature,
+interval) is counted once live, whatever the number of processors.
 """
 
 import threading
 
 from .backends import Increment
-from .keys import (FAMILY_COUNTERS, METRICS, QUEUE_ROW, SIGNATURES, counter_column,
-                   decode_counter, encode_counter, metrics_row, metrics_rows, parse_metrics_row,
-                   signature_counter_columns, signature_row, validate_process_type)
+from .keys import (FAMILY_COUNTERS, METRICS, QUEUE_ROW, SIGNATURES, SIGNATURES_SEEN, counter_column,
+                   decode_counter, encode_counter, first_seen_cells, metrics_row, metrics_rows,
+                   parse_metrics_row, signature_counter_columns, signature_row, validate_process_type)
 from .errors import InvalidArgument
 
 QUEUE_COUNTERS = (
@@ -68,6 +68,7 @@ SUBMITTED = "submitted_crash_reports"
 HANG_PAIRS = "submitted_crash_report_hang_pairs"
 PROCESSING_ERRORS = "crash_report_processing_errors"
 UNIQUE_SIGNATURES = "unique_crash_signatures"
+FIRST_MARK = b"\x01"  # what one processor appends to a first-seen marker
 
 
 def throttle_counter(legacy_processing):
@@ -144,32 +145,35 @@ def coalesce(increments):
 def first_seen(backend, pairs):
     """Detect (signature, interval) pairs seen for the first time; return the metrics increments.
 
-    ``pairs`` is an iterable of ``(signature, submitted time)``.  The signature rows are read
-    once; every interval column still missing is then created at 0 with a single-cell
-    ``check_and_put(expected=None)``, all of them in one ``check_and_put_many``.  Only one
-    processor can create a column, and only its creator counts the interval in
-    ``unique_crash_signatures``, with one cell per conditional put (which HBase's Thrift1
-    checkAndPut requires to be atomic).  Processors create a column before they increment it.
-    Exceptions, which the next ``rollup`` corrects: a column deleted later (expiry, or a rollup
-    removing a zero count) and then seen again is counted again, and a reprocessing decrement
-    (moving a crash to a new signature) can create its old signature's column at -1.
+    ``pairs`` is an iterable of ``(signature, submitted time)``.  The markers of the batch
+    (:func:`keys.first_seen_cells`: one row per interval, one column per signature) are read in
+    one call; each interval row with missing markers then gets one byte appended to each of
+    them, in one ``append_many`` (one append per interval row).  An append is atomic on its row,
+    so exactly one processor gets back the single byte it appended: only that one counts the
+    interval in ``unique_crash_signatures``.  A batch of crashes from the last few minutes costs
+    two calls (a read and the appends of ~5 rows), whatever its number of new signatures.
+    Exceptions, which the next ``rollup`` corrects: a marker deleted by ``expire`` and then seen
+    again is counted again, and a reprocessed crash that moves to a new signature counts it
+    even if the old one then has no crash left in the interval.
     """
-    wanted = {}
+    wanted = {}  # (row, column) -> the metrics row counting it
     for signature, submitted in pairs:
-        row = signature_row(signature)
         rows = metrics_rows(submitted)
-        for level, column in signature_counter_columns(submitted).items():
-            wanted[(row, column)] = rows[level]
+        for level, cell in first_seen_cells(signature, submitted).items():
+            wanted[cell] = rows[level]
     if not wanted:
         return []
     rows = sorted({row for row, _column in wanted})
     columns = sorted({column for _row, column in wanted})
-    found = backend.get_rows(SIGNATURES, rows, columns=columns)
-    missing = [key for key in wanted if key[1] not in found.get(key[0], {})]
-    created = backend.check_and_put_many(
-        SIGNATURES, [(row, column, None, {column: encode_counter(0)}) for row, column in missing])
-    return [Increment(METRICS, wanted[key], counter_column(UNIQUE_SIGNATURES), 1)
-            for key, won in zip(missing, created) if won]
+    found = backend.get_rows(SIGNATURES_SEEN, rows, columns=columns)
+    missing = {}
+    for row, column in wanted:
+        if column not in found.get(row, {}):
+            missing.setdefault(row, {})[column] = FIRST_MARK
+    results = backend.append_many(SIGNATURES_SEEN, list(missing.items()))
+    return [Increment(METRICS, wanted[(row, column)], counter_column(UNIQUE_SIGNATURES), 1)
+            for (row, marks), result in zip(missing.items(), results)
+            for column in marks if result.get(column) == FIRST_MARK]
 
 
 def active_installations_put(product, day, count):

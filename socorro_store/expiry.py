@@ -14,7 +14,8 @@ their year row, and ``yearly_`` columns their own year row (the metrics year row
 totals).  Unmarked detail stays until a roll-up has covered it.  When ``daily_`` (``monthly_``)
 columns of a month (year) are deleted, the metrics row of that month (year) gets
 ``timestamps:expired_signature_days`` (``…_months``) so a later roll-up of it recounts from the
-crash rows instead of summing columns that are gone.
+crash rows instead of summing columns that are gone.  The first-seen markers of an interval
+(``crash_report_signatures_seen``) go with its signature columns.
 """
 
 from dataclasses import asdict, dataclass
@@ -81,7 +82,8 @@ def expire(backend, retention=None, now=None, heartbeat=None):
     minute_limit = now.replace(second=0, microsecond=0) - timedelta(days=retention.metrics_minute_days)
     hour_limit = hour_now - timedelta(days=retention.metrics_hour_days)
     marks = _Marks(backend)
-    report = {"metrics_minute_rows": 0, "metrics_hour_rows": 0, "signature_columns": 0, "kept_unmarked": 0}
+    report = {"metrics_minute_rows": 0, "metrics_hour_rows": 0, "signature_columns": 0, "first_seen_rows": 0,
+              "kept_unmarked": 0}
     # metrics: every row before the minute limit (minute rows older than it are being deleted)
     deletes = []
     stop = K.metrics_row(minute_limit, "minute")
@@ -110,7 +112,7 @@ def expire(backend, retention=None, now=None, heartbeat=None):
               "day": (day_now - timedelta(days=retention.signature_days), "month"),
               "month": (_months_back(day_now, retention.signature_months), "year"),
               "year": (day_now.replace(year=day_now.year - retention.signature_years, month=1, day=1), "year")}
-    deletes, expired_flags = [], {}
+    deletes, expired_flags, intervals = [], {}, set()
     for row, cells in backend.scan(K.SIGNATURES, columns=[K.FAMILY_COUNTERS], page_size=1000):
         columns = []
         for column in cells:
@@ -124,6 +126,7 @@ def expire(backend, retention=None, now=None, heartbeat=None):
             coarse = K.metrics_row(start, coarse_level)
             if marks(coarse):
                 columns.append(column)
+                intervals.add(K.metrics_row(start, level))
                 if level in ("day", "month"):
                     expired_flags[coarse] = COL_SIG_DAYS_EXPIRED if level == "day" else COL_SIG_MONTHS_EXPIRED
             else:
@@ -137,6 +140,11 @@ def expire(backend, retention=None, now=None, heartbeat=None):
         backend.mutate_rows(K.METRICS, [RowMutation(r, {c: b"1"}) for r, c in expired_flags.items()])
     for i in range(0, len(deletes), 1000):
         backend.mutate_rows(K.SIGNATURES, deletes[i:i + 1000])
+    # the first-seen markers of the intervals whose signature columns went
+    intervals = sorted(intervals)
+    for i in range(0, len(intervals), 1000):
+        backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(r, delete_row=True) for r in intervals[i:i + 1000]])
+    report["first_seen_rows"] = len(intervals)
     return report
 
 

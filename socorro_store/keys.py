@@ -82,9 +82,11 @@ HANG_ID_SUBMITTED_TIME = "crash_reports_index_hang_id_submitted_time"
 SIGNATURE_OOID = "crash_reports_index_signature_ooid"
 METRICS = "metrics"
 SIGNATURES = "crash_report_signatures"
+SIGNATURES_SEEN = "crash_report_signatures_seen"  # our addition: first-seen markers
 #: Every table the crash store writes, index tables first (the order of the writes).
 CRASH_TABLES = (SUBMITTED_TIME, UNPROCESSED_FLAG, LEGACY_UNPROCESSED_FLAG, LEGACY_SUBMITTED_TIME,
-                HANG_ID, HANG_ID_SUBMITTED_TIME, SIGNATURE_OOID, CRASH_REPORTS, METRICS, SIGNATURES)
+                HANG_ID, HANG_ID_SUBMITTED_TIME, SIGNATURE_OOID, CRASH_REPORTS, METRICS, SIGNATURES,
+                SIGNATURES_SEEN)
 
 # -- columns ---------------------------------------------------------------------------------
 COL_PROCESSED = b"flags:processed"
@@ -485,6 +487,30 @@ def parse_signature_counter_column(column):
             if found == level:
                 return level, start
     raise InvalidArgument(f"not a signature counter column: {column!r}")
+
+
+FAMILY_SEEN = b"seen"
+
+
+def first_seen_cells(signature, moment):
+    """``{level: (row, column)}``: where ``signature`` is marked as seen in each interval of
+    ``moment`` that has a signature column (hour, day, month, year).
+
+    The row is the interval's metrics row (``b"2016-09-18T12"``) in :data:`SIGNATURES_SEEN`, the
+    column ``seen:`` + the signature's row key, so one row holds every signature of an interval.
+    """
+    column = FAMILY_SEEN + b":" + signature_row(signature)
+    rows = metrics_rows(moment)
+    return {level: (rows[level], column) for level in SIGNATURE_LEVELS}
+
+
+def parse_first_seen_cell(row, column):
+    """Inverse of :func:`first_seen_cells`: ``(level, interval start, signature name)``."""
+    family, sep, qualifier = column.partition(b":")
+    level, start = parse_metrics_row(row)
+    if family != FAMILY_SEEN or not sep or level not in SIGNATURE_LEVELS:
+        raise InvalidArgument(f"not a first-seen cell: {row!r} {column!r}")
+    return level, start, signature_from_row(qualifier)
 
 
 _COUNTER = struct.Struct(">q")

@@ -156,6 +156,10 @@ def test_expiry_keeps_coarser_levels_and_only_deletes_rolled_up_detail(loaded):
     for row, values in sigs.items():
         kept = (b"counters:yearly_", b"counters:monthly_2017-", b"counters:daily_2017-")
         assert values == {c: v for c, v in before_sigs[row].items() if c.startswith(kept)}
+    # the first-seen markers went with the signature columns of their intervals
+    seen = [K.parse_metrics_row(row) for row, _cells in backend.scan(K.SIGNATURES_SEEN)]
+    assert report["first_seen_rows"] > 0 and seen
+    assert all(level == "year" or (level in ("month", "day") and start.year == 2017) for level, start in seen)
     # the month rows were flagged, so rolling them up again recounts the crashes
     assert rollup.COL_SIG_DAYS_EXPIRED in backend.get_row(K.METRICS, b"2016-12")
     rollup.run_rollup(backend, until=UNTIL, since="2016-12-01")

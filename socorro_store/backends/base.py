@@ -190,6 +190,26 @@ class Backend(abc.ABC):
         items = check_check_and_put_items(items)
         return [self.check_and_put(table, *item) for item in items]
 
+    @abc.abstractmethod
+    def append(self, table, row, values):
+        """Atomically append ``values`` (``{b"fam:qual": bytes}``) to the row's latest cells and
+        return ``{column: resulting value}``.
+
+        A missing cell starts empty.  A row's appends are applied under its row lock (HBase's
+        Append), so concurrent appends to one cell each see a different result, and exactly one
+        of them sees only its own bytes: an exact "was I first?" for every cell of the row in one
+        call.  Not idempotent: never retried after an ambiguous failure.
+        """
+
+    def append_many(self, table, items):
+        """:meth:`append` for each ``(row, values)``; one ``{column: resulting value}`` per item.
+
+        Each item is atomic on its own; items are not atomic together.  Backends overlap their
+        round trips; this default runs them one after another.
+        """
+        items = check_append_items(items)
+        return [self.append(table, row, values) for row, values in items]
+
     def compact(self, table):
         """Purge deleted, expired and over-VERSIONS cells (HBase major compaction).  Optional."""
 
@@ -298,6 +318,29 @@ def check_check_and_put_items(items):
         if not isinstance(item, tuple) or len(item) != 4:
             raise InvalidArgument("each check_and_put_many item is a (row, column, expected, puts) tuple")
         check_check_and_put(*item)
+    return items
+
+
+def check_append(row, values):
+    """Validate :meth:`Backend.append` arguments: a row, and at least one ``fam:qual`` -> bytes."""
+    check_row_key(row)
+    if not isinstance(values, dict) or not values:
+        raise InvalidArgument("append needs a non-empty dict of {b'fam:qual': bytes}")
+    for column, value in values.items():
+        check_column(column, allow_family=False)
+        if not isinstance(value, bytes):
+            raise InvalidArgument(f"append value for {column!r} must be bytes, not {type(value).__name__}")
+
+
+def check_append_items(items):
+    """Validate the items of :meth:`Backend.append_many`; return them as a list."""
+    if isinstance(items, (str, bytes, dict)) or not hasattr(items, "__iter__"):
+        raise InvalidArgument("append_many needs a list of (row, {column: bytes})")
+    items = list(items)
+    for item in items:
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise InvalidArgument("each append_many item is a (row, {column: bytes}) tuple")
+        check_append(*item)
     return items
 
 

@@ -45,7 +45,7 @@ from google.cloud.bigtable.data import (BigtableDataClient, DeleteAllFromFamily,
                                         DeleteRangeFromColumn, ReadRowsQuery, RowMutationEntry,
                                         SetCell)
 from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup, RetryExceptionGroup
-from google.cloud.bigtable.data.read_modify_write_rules import IncrementRule
+from google.cloud.bigtable.data.read_modify_write_rules import AppendValueRule, IncrementRule
 
 from ..errors import (BackendError, BackendUnavailable, ConfigError, FamilyNotFound, InvalidArgument,
                       NotACounter, SocorroStoreError, TableExists, TableNotFound)
@@ -499,6 +499,22 @@ class BigtableBackend(Backend):
             result = self._table(table).read_modify_write_row(row, rules)
         values = {(c.family, c.qualifier): c.value for c in result.cells}
         return [_COUNTER.unpack(values[key])[0] for key in amounts]
+
+    def append(self, table, row, values):
+        """One ReadModifyWriteRow of append rules (atomic on the row, as HBase's Append)."""
+        base.check_append(row, values)
+        self._check_limits(row, [split_column(c)[1] for c in values])
+        families = self._families_of(table)
+        deltas = {}
+        for column, value in values.items():
+            family, qualifier = split_column(column)
+            deltas[(self._family(families, table, family), qualifier)] = value
+        self._expire_counters(table, row, deltas)  # as for increments: an expired cell starts empty
+        rules = [AppendValueRule(name, qualifier, value) for (name, qualifier), value in deltas.items()]
+        with self._rpc("append", table):
+            result = self._table(table).read_modify_write_row(row, rules)
+        found = {(c.family, c.qualifier): c.value for c in result.cells}
+        return {column: found[key] for column, key in zip(values, deltas)}
 
     def _expire_counters(self, table, row, amounts):
         families, now = self._families_of(table), now_ms()

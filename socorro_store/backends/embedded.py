@@ -179,6 +179,21 @@ class EmbeddedBackend(Backend):
         self.count_call("check_and_put_many")
         return self.engine.check_and_put_many(table, engine_items)
 
+    def append(self, table, row, values):
+        base.check_append(row, values)
+        self.count_call("append")
+        return self._append(table, row, values)
+
+    def append_many(self, table, items):
+        items = base.check_append_items(items)
+        if items:
+            self.count_call("append_many")
+        return [self._append(table, row, values) for row, values in items]
+
+    def _append(self, table, row, values):
+        cells = self.engine.append(table, row, [(*split_column(c), v) for c, v in values.items()])
+        return {family + b":" + qualifier: value for family, qualifier, _ts, value in cells}
+
     def compact(self, table):
         self.count_call("compact")
         self.engine.compact(table)

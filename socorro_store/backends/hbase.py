@@ -351,13 +351,35 @@ class HBaseBackend(Backend):
     def check_and_put_many(self, table, items):
         """The items' checkAndPut calls overlap, up to ``pool_size`` at a time (one RPC each)."""
         items = base.check_check_and_put_items(items)
+        return self._overlap(lambda item: self.check_and_put(table, *item), items)
+
+    def _overlap(self, call, items):
+        """``[call(item) for item in items]``, up to ``pool_size`` calls in flight at once."""
         if len(items) <= 1 or self._pool_size == 1:
-            return [self.check_and_put(table, *item) for item in items]
+            return [call(item) for item in items]
         with self._pool_lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(self._pool_size, thread_name_prefix="hbase-cas")
+                self._executor = ThreadPoolExecutor(self._pool_size, thread_name_prefix="hbase-overlap")
             executor = self._executor
-        return list(executor.map(lambda item: self.check_and_put(table, *item), items))
+        return list(executor.map(call, items))
+
+    def append(self, table, row, values):
+        base.check_append(row, values)
+        self._check_families(table, list(values))
+        # HBase answers with the Result's cells, in column order and without their names: send
+        # the columns sorted, so answer i belongs to column i.
+        columns = sorted(values)
+        append = thrift.TAppend(table=self._name(table), row=row, columns=columns,
+                                values=[values[c] for c in columns])
+        cells = self._call("append", lambda c: c.append(append), table, idempotent=False)
+        if len(cells) != len(columns):
+            raise BackendError(f"append on {table!r} answered {len(cells)} cells for {len(columns)} columns")
+        return {column: cell.value for column, cell in zip(columns, cells)}
+
+    def append_many(self, table, items):
+        """The items' append calls overlap, up to ``pool_size`` at a time (one RPC each)."""
+        items = base.check_append_items(items)
+        return self._overlap(lambda item: self.append(table, *item), items)
 
     def compact(self, table):
         name = self._name(table)

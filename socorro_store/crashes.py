@@ -28,7 +28,7 @@ from . import keys as K
 from .backends import RowMutation
 from .backends.base import MAX_CELL_BYTES
 from .errors import BackendError, BackendUnavailable, CrashIDNotFound, InvalidArgument
-from .queue import claim_of, merged_scan, pointer_puts, with_crash_rows
+from .queue import claims_of, merged_scan, owner_of, pointer_puts, release_claims, with_crash_rows
 
 #: Socorro's default ``forbidden_keys``: removed by get_processed (dotted paths reach inside).
 DEFAULT_FORBIDDEN_KEYS = (
@@ -319,6 +319,8 @@ def write_processed(backend, crashes, counter_sink=None):
     for table, mutations in queue_deletes.items():
         if mutations:
             backend.mutate_rows(table, mutations)
+    # after the queue rows: a processor that appends a claim once this is gone finds no queue row
+    backend.mutate_rows(K.UNPROCESSED_FLAG, [release_claims([c.crash_id for c in crashes])])
     if stale:
         backend.mutate_rows(K.SIGNATURE_OOID, stale)
     _send_counters(backend, counter_sink, increments, lambda: counters.first_seen(backend, fresh))
@@ -429,19 +431,20 @@ def get_processed(backend, crash_id, forbidden_keys=DEFAULT_FORBIDDEN_KEYS):
 
 
 def get_processing_state(backend, crash_id):
-    """Flags, timestamps and the current claim of each queue row the crash still has."""
+    """Flags, timestamps, the queues the crash is still in, and its claim.
+
+    ``claim`` is the owning claim of the crash's claim history (``{"processor", "claimed",
+    "expires"}``), live or expired; None when it has none (unclaimed, or processed).
+    """
     state = read_states(backend, [crash_id])[crash_id]
     key = K.time_index_key(crash_id, state["submitted"])
-    claims = {}
-    if not state["processed"]:
-        claims["standard"] = claim_of(backend, K.UNPROCESSED_FLAG, key)
-        if state["legacy"] == 0:
-            claims["legacy"] = claim_of(backend, K.LEGACY_UNPROCESSED_FLAG, key)
+    rows = {"standard": (K.UNPROCESSED_FLAG, key), "legacy": (K.LEGACY_UNPROCESSED_FLAG, key)}
     if state["priority"]:
-        requested = K.parse_key_timestamp(state["priority"])
-        claims["priority"] = claim_of(backend, K.UNPROCESSED_FLAG, K.priority_key(crash_id, requested))
-    claims = {q: c for q, c in claims.items() if c is not None}
-    live = [c for c in claims.values() if c.get("processor")]
+        rows["priority"] = (K.UNPROCESSED_FLAG, K.priority_key(crash_id, K.parse_key_timestamp(state["priority"])))
+    queues = [name for name, (table, row) in rows.items()
+              if backend.get_row(table, row, columns=[K.COL_OOID])]
+    history = claims_of(backend, [crash_id]).get(crash_id, [])
+    owner = owner_of(history)
     return {
         "crash_id": crash_id,
         "processed": state["processed"],
@@ -450,8 +453,8 @@ def get_processing_state(backend, crash_id):
         "submitted": K.format_timestamp(state["submitted"]).decode(),
         "processed_at": state["processed_at"].decode() if state["processed_at"] else None,
         "signature": state["signature"],
-        "queues": sorted(claims),
-        "claim": max(live, key=lambda c: c.get("claimed", 0)) if live else None,
+        "queues": sorted(queues),
+        "claim": history[owner] if owner is not None else None,
     }
 
 

@@ -48,14 +48,17 @@ Columns (``family:qualifier``)::
                     ids:ooid, ids:hang, meta_data:json, raw_data:<dump name> (``dump`` for
                     ``upload_file_minidump``), timestamps:submitted (T), timestamps:processed (T),
                     processed_data:json, processed_data:signature
-    time indexes    ids:ooid (the crash id); queue rows also processor_state:claim (msgpack, see
-                    :mod:`socorro_store.queue`), processor_state:name, processor_state:post_timestamp
+    time indexes    ids:ooid (the crash id)
+    unprocessed_flag row ``~claims`` (:data:`CLAIMS_ROW`): processor_state:<crash id> -> the
+                    crash's claim history (msgpack maps, see :mod:`socorro_store.queue`)
     hang_id         ids:ooid:<ProcessType> -> crash id; ids:paired (marker, pair counted once)
     hang_id_submitted_time   ids:ooid, ids:hang
     signature_ooid  ids:ooid
     metrics         counters:<name> (8-byte big-endian signed)
     crash_report_signatures  counters:hourly_yyyy-mm-ddThh, counters:daily_yyyy-mm-dd,
                              counters:monthly_yyyy-mm, counters:yearly_yyyy
+    crash_report_signatures_seen (ours)  rows = metrics rows of hours, days, months, years;
+                             seen:<signature row> -> first-seen marker (:func:`first_seen_cells`)
 """
 
 import re
@@ -100,7 +103,7 @@ COL_PROCESSED_AT = b"timestamps:processed"
 COL_PROCESSED_JSON = b"processed_data:json"
 COL_SIGNATURE = b"processed_data:signature"
 FAMILY_RAW = b"raw_data"
-COL_CLAIM = b"processor_state:claim"
+FAMILY_PROCESSOR_STATE = b"processor_state"
 COL_PAIRED = b"ids:paired"
 FAMILY_COUNTERS = b"counters"
 
@@ -230,6 +233,25 @@ def time_index_order(key, prefix=b""):
 def time_index_stamp(key):
     """The fixed-width timestamp bytes of a time index key (as ``timestamps:submitted`` holds)."""
     return key[1:1 + TIMESTAMP_LEN]
+
+
+#: The claims row of the unprocessed_flag table: one ``processor_state:<crash id>`` column per
+#: claimed crash, whichever queue it was taken from.  ``~`` sorts after every salt and after
+#: ``priority/``, so no queue scan meets it.
+CLAIMS_ROW = b"~claims"
+
+
+def claim_column(crash_id):
+    """``processor_state:<crash id>``: a crash's claim cell in :data:`CLAIMS_ROW`."""
+    return FAMILY_PROCESSOR_STATE + b":" + validate_crash_id(crash_id).encode("ascii")
+
+
+def parse_claim_column(column):
+    """Inverse of :func:`claim_column`: the crash id."""
+    family, sep, qualifier = column.partition(b":") if isinstance(column, bytes) else (None, None, None)
+    if family != FAMILY_PROCESSOR_STATE or not sep:
+        raise InvalidArgument(f"not a claim column: {column!r}")
+    return validate_crash_id(qualifier.decode("ascii", "replace"))
 
 
 def priority_key(crash_id, requested):

@@ -16,23 +16,26 @@ so it is first read with one scan over all buckets and sorted in memory: one sca
 sixteen (3 round trips instead of 48 on HBase's Thrift1).  A longer queue is read by merging the
 16 paged bucket scans with :func:`heapq.merge`.
 
-Claims live in the queue row's ``processor_state`` family (5 versions keep the claim history):
+Claims live in one row, :data:`~socorro_store.keys.CLAIMS_ROW` of the unprocessed_flag table:
+a ``processor_state:<crash id>`` cell per claimed crash, whichever queue it came from (so a crash
+in both the standard and the legacy queue is processed once).  The cell is the crash's claim
+history: a sequence of msgpack maps ``{"processor": str, "claimed": ms, "expires": ms}``.  Its
+owner is found by walking the history (:func:`owner_of`): the first claim owns, and a later
+claim takes over only if it was made at or after the owner's lease expired.
 
-* ``processor_state:claim`` — msgpack map ``{"processor": str, "claimed": ms, "expires": ms}``;
-  an unclaimed row holds :data:`UNCLAIMED` (msgpack ``{}``), written with the pointer itself.
+Taking a group of crashes (:func:`take`) costs three calls, whatever the group's size:
 
-The claim is that one cell, so a claim is one check-and-put on every backend (HBase's Thrift1
-checkAndPut writes a single cell; a second cell would cost a second round trip).
+1. one read of the group's claim cells, to skip crashes under a live lease;
+2. one ``append`` of a claim to each remaining cell (HBase's Append is atomic on the row, and
+   returns each cell's resulting history with our claim last): a claim whose walk ends on it
+   won, so exactly one of racing processors wins each crash;
+3. one read of the won queue rows: a crash processed between the scan and the append has lost
+   its queue row (processing deletes the queue rows first, then the claim cells), so it is
+   dropped instead of processed twice.
 
-A processor claims a row with ``check_and_put`` on ``processor_state:claim`` expecting the exact
-value it read (the unclaimed marker or an expired claim).  Exactly one processor wins a race.
-Every pointer this library writes (saving, priority requests, repair) carries the unclaimed
-marker, so the expected value is not empty and a row deleted (processed) after the scan read it
-cannot be claimed again: the check fails on the missing cell.  (A pointer written by something
-else without a claim cell is claimed expecting absence; if it is deleted in between, the claim
-leaves a claim-only row that readers skip and ``verify-indexes --repair`` deletes.)  A claim
-whose lease expired (a processor died) is taken over the same way, so dead processors' crashes
-come back after ``lease_seconds``.  Saving the processed crash deletes the queue rows.
+A claim whose lease expired (its processor died) is taken over by the next append, so dead
+processors' crashes come back after ``lease_seconds``.  Saving the processed crash deletes the
+queue rows, then the claim cells.
 """
 
 import heapq
@@ -45,8 +48,9 @@ import time
 import msgpack
 
 from .errors import InvalidArgument
-from .keys import (COL_CLAIM, COL_OOID, CRASH_REPORTS, LEGACY_UNPROCESSED_FLAG, PRIORITY_PREFIX, SALTS,
-                   UNPROCESSED_FLAG, crash_row_key, time_index_order, time_index_range)
+from .backends.base import RowMutation
+from .keys import (CLAIMS_ROW, COL_OOID, CRASH_REPORTS, LEGACY_UNPROCESSED_FLAG, PRIORITY_PREFIX, SALTS,
+                   UNPROCESSED_FLAG, claim_column, crash_row_key, time_index_order, time_index_range)
 
 #: queue name -> (table, row prefix before the salt)
 QUEUES = {
@@ -54,7 +58,6 @@ QUEUES = {
     "legacy": (LEGACY_UNPROCESSED_FLAG, b""),
     "priority": (UNPROCESSED_FLAG, PRIORITY_PREFIX),
 }
-UNCLAIMED = msgpack.packb({})
 DEFAULT_LEASE_SECONDS = 300
 DEFAULT_PAGE_SIZE = 256
 CLAIM_GROUP = 16  # claims per call when the caller gave no limit
@@ -69,23 +72,51 @@ def queue_table(queue):
 
 
 def pointer_puts(crash_id):
-    """The cells of a new queue row: the pointer and the unclaimed marker."""
-    return {COL_OOID: crash_id.encode("ascii"), COL_CLAIM: UNCLAIMED}
+    """The cells of a new queue row: the pointer to its crash."""
+    return {COL_OOID: crash_id.encode("ascii")}
 
 
 def encode_claim(processor_id, claimed_ms, expires_ms):
     return msgpack.packb({"processor": processor_id, "claimed": claimed_ms, "expires": expires_ms})
 
 
-def decode_claim(raw):
-    """The claim map of a cell (``{}`` for unclaimed or unreadable)."""
+def decode_claims(raw):
+    """The claim history of a claim cell, oldest first (a foreign value decodes to no claims)."""
     if not raw:
-        return {}
+        return []
     try:
-        claim = msgpack.unpackb(raw)
-    except Exception:  # a foreign value: treat as unclaimed-but-unmatchable by expiry 0
-        return {"processor": None, "claimed": 0, "expires": 0}
-    return claim if isinstance(claim, dict) else {}
+        claims = list(_unpack_all(raw))
+    except Exception:  # noqa: BLE001 - a cell this library did not write holds no claim
+        return []
+    return [c for c in claims if isinstance(c, dict) and isinstance(c.get("claimed"), int)
+            and isinstance(c.get("expires"), int)]
+
+
+def _unpack_all(raw):
+    unpacker = msgpack.Unpacker(raw=False, max_buffer_size=max(1, len(raw)))
+    unpacker.feed(raw)
+    return unpacker
+
+
+def owner_of(claims):
+    """Index of the claim that owns the crash in a history (None for no claims).
+
+    The first claim owns; a later one takes over when it was made at or after the owner's lease
+    expired.  Every reader of the same history finds the same owner.
+    """
+    owner = None
+    for i, claim in enumerate(claims):
+        if owner is None or claim["claimed"] >= claims[owner]["expires"]:
+            owner = i
+    return owner
+
+
+def live_claim(claims, now_ms):
+    """The owning claim of a history if its lease is still running at ``now_ms``, else None."""
+    owner = owner_of(claims)
+    if owner is None or claims[owner]["expires"] <= now_ms:
+        return None
+    return claims[owner]
 
 
 def default_processor_id():
@@ -158,34 +189,50 @@ def _take(backend, table, prefix, limit, processor_id, lease_seconds, page_size)
     if limit == 0:
         return
     claimed = 0
-    rows = queue_rows(backend, table, prefix, columns=[COL_OOID, COL_CLAIM], page_size=page_size)
-    rows = ((row, cells) for row, cells in rows if cells.get(COL_OOID))  # half-deleted: repair's job
-    candidates = with_crash_rows(backend, rows, lambda item: item[1][COL_OOID], page_size)
+    rows = queue_rows(backend, table, prefix, columns=[COL_OOID], page_size=page_size)
+    rows = ((row, cells[COL_OOID]) for row, cells in rows if cells.get(COL_OOID))  # half-deleted: repair's job
+    candidates = with_crash_rows(backend, rows, lambda item: item[1], page_size)
     while True:
-        # Claim in groups (one check_and_put_many each), never more than the limit still allows,
-        # and without a limit in small groups: a caller that stops iterating leaves at most a
-        # group claimed, and those come back when their lease expires.
+        # Claim in groups, never more than the limit still allows, and without a limit in small
+        # groups: a caller that stops iterating leaves at most a group claimed, and those come
+        # back when their lease expires.
         want = CLAIM_GROUP if limit is None else min(page_size, limit - claimed)
-        now_ms = int(time.time() * 1000)
-        group = []
-        for row, cells in candidates:
-            current = cells.get(COL_CLAIM)
-            if current is not None and decode_claim(current).get("expires", 0) > now_ms:
-                continue  # held by a live lease
-            group.append((row, cells[COL_OOID], current))
-            if len(group) >= want:
-                break
+        group = list(itertools.islice(candidates, want))
         if not group:
             return
-        claim = encode_claim(processor_id, now_ms, now_ms + int(lease_seconds * 1000))
-        won = backend.check_and_put_many(
-            table, [(row, COL_CLAIM, current, {COL_CLAIM: claim}) for row, _cid, current in group])
-        for (_row, crash_id, _current), ok in zip(group, won):
-            if ok:
-                claimed += 1
-                yield crash_id.decode("ascii")
+        for crash_id in claim_group(backend, table, group, processor_id, lease_seconds):
+            claimed += 1
+            yield crash_id
         if limit is not None and claimed >= limit:
             return
+
+
+def claim_group(backend, table, group, processor_id, lease_seconds):
+    """Claim the crashes of ``[(queue row, crash id bytes)]`` not under a live lease; return the
+    crash ids won, in the group's order (three calls: see the module docstring)."""
+    ids = {}
+    for row, raw_id in group:
+        crash_id = raw_id.decode("ascii")
+        ids.setdefault(claim_column(crash_id), (row, crash_id))  # a crash once, if queued twice
+    now_ms = int(time.time() * 1000)
+    current = backend.get_rows(UNPROCESSED_FLAG, [CLAIMS_ROW], columns=list(ids)).get(CLAIMS_ROW, {})
+    free = [column for column in ids if live_claim(decode_claims(current.get(column)), now_ms) is None]
+    if not free:
+        return []
+    claim = encode_claim(processor_id, now_ms, now_ms + int(lease_seconds * 1000))
+    [result] = backend.append_many(UNPROCESSED_FLAG, [(CLAIMS_ROW, {column: claim for column in free})])
+    won = []
+    for column in free:
+        history = decode_claims(result.get(column, b""))
+        if history and owner_of(history) == len(history) - 1:
+            won.append(column)
+    if not won:
+        return []
+    queued = backend.get_rows(table, [ids[column][0] for column in won], columns=[COL_OOID])
+    gone = [column for column in won if ids[column][0] not in queued]
+    if gone:  # processed since the scan read them: give their claims back
+        backend.mutate_rows(UNPROCESSED_FLAG, [RowMutation(CLAIMS_ROW, deletes=gone)])
+    return [ids[column][1] for column in won if ids[column][0] in queued]
 
 
 def with_crash_rows(backend, items, crash_id_of, chunk=DEFAULT_PAGE_SIZE, columns=(COL_OOID,), accept=None):
@@ -215,9 +262,13 @@ def _crash_row(crash_id):
         return None
 
 
-def claim_of(backend, table, row):
-    """The current claim map of a queue row, or None when the row does not exist."""
-    cells = backend.get_row(table, row, columns=[COL_OOID, COL_CLAIM])
-    if not cells:
-        return None
-    return decode_claim(cells.get(COL_CLAIM))
+def claims_of(backend, crash_ids):
+    """``{crash id: claim history}`` of the crashes that have a claim cell."""
+    columns = {claim_column(crash_id): crash_id for crash_id in crash_ids}
+    cells = backend.get_rows(UNPROCESSED_FLAG, [CLAIMS_ROW], columns=list(columns)).get(CLAIMS_ROW, {})
+    return {columns[column]: decode_claims(raw) for column, raw in cells.items()}
+
+
+def release_claims(crash_ids):
+    """The mutation deleting the claim cells of processed crashes (after their queue rows)."""
+    return RowMutation(CLAIMS_ROW, deletes=[claim_column(crash_id) for crash_id in crash_ids])

@@ -34,7 +34,6 @@ from . import counters, jobs
 from . import keys as K
 from .backends.base import RowMutation
 from .errors import InvalidArgument
-from .queue import UNCLAIMED
 
 INDEX_TABLES = (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG, K.LEGACY_SUBMITTED_TIME,
                 K.HANG_ID, K.HANG_ID_SUBMITTED_TIME, K.SIGNATURE_OOID)
@@ -47,7 +46,7 @@ def expected_pointers(crash_id, cells):
     submitted = K.parse_key_timestamp(cells[K.COL_SUBMITTED])
     key = K.time_index_key(crash_id, submitted)
     ooid = {K.COL_OOID: crash_id.encode("ascii")}
-    queue = {K.COL_OOID: crash_id.encode("ascii"), K.COL_CLAIM: UNCLAIMED}
+    queue = ooid
     processed = cells.get(K.COL_PROCESSED) == b"Y"
     legacy = cells.get(K.COL_LEGACY) == b"0"
     out = {K.SUBMITTED_TIME: {(key, K.COL_OOID): ooid}}

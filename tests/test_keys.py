@@ -189,3 +189,19 @@ def test_job_run_layouts_round_trip(job, started_ms, nonce):
     assert not K.run_id_key(run_id).startswith(K.job_run_prefix())  # never listed as a run
     with pytest.raises(InvalidArgument):
         K.run_id_key(run_id + "x")
+
+
+@given(crash_ids())
+def test_claim_column_round_trip(crash_id):
+    assert K.parse_claim_column(K.claim_column(crash_id)) == crash_id
+    assert not K.CLAIMS_ROW[:1] in K.SALTS.encode() and K.CLAIMS_ROW > K.PRIORITY_PREFIX + b"\xff"
+
+
+@given(signatures, moments)
+def test_first_seen_cells_round_trip(signature, moment):
+    cells = K.first_seen_cells(signature, moment)
+    assert set(cells) == set(K.SIGNATURE_LEVELS)
+    for level, (row, column) in cells.items():
+        found, start, name = K.parse_first_seen_cell(row, column)
+        assert (found, name) == (level, K.signature_name(signature))
+        assert row == K.metrics_row(moment, level) and K.metrics_row(start, level) == row

@@ -89,10 +89,12 @@ def test_claims_are_exclusive_and_processing_removes_pointers(store):
     assert list(store.new_crashes(processor_id="p3")) == []
     state = store.get_processing_state(cids[0])
     assert state["claim"]["processor"] == "p1" and state["queues"] == ["standard"]
-    claims = store.backend.get_cells(K.UNPROCESSED_FLAG, K.time_index_key(cids[0], BASE_TIME), K.COL_CLAIM, versions=5)
-    assert len(claims) == 2  # history: the unclaimed marker, then p1's claim
+    claims = store.backend.get_row(K.UNPROCESSED_FLAG, K.CLAIMS_ROW)
+    assert sorted(claims) == sorted(K.claim_column(c) for c in cids)  # one cell per claimed crash
+    assert [c["processor"] for c in queue.decode_claims(claims[K.claim_column(cids[0])])] == ["p1"]
     store.save_processed_crashes([processed(c) for c in cids])
     assert store.backend.get_row(K.UNPROCESSED_FLAG, K.time_index_key(cids[0], BASE_TIME)) == {}
+    assert store.backend.get_row(K.UNPROCESSED_FLAG, K.CLAIMS_ROW) == {}  # released with the pointers
     assert store.queue_sizes()["standard"] == 0
 
 
@@ -242,3 +244,52 @@ def test_concurrent_priority_requests_queue_a_crash_once(embedded_url, monkeypat
         store.save_processed(processed(cid))
         assert store.queue_sizes()["priority"] == 0
         assert list(store.backend.scan(K.UNPROCESSED_FLAG, prefix=K.PRIORITY_PREFIX)) == []
+
+
+def _claim(processor, claimed, expires):
+    return {"processor": processor, "claimed": claimed, "expires": expires}
+
+
+def test_claim_history_owner_is_the_first_claim_or_a_takeover_after_expiry():
+    assert queue.owner_of([]) is None
+    first, racer = _claim("a", 100, 200), _claim("b", 150, 250)
+    assert queue.owner_of([first, racer]) == 0                       # b claimed during a's lease
+    late, later = _claim("c", 200, 300), _claim("d", 250, 350)
+    assert queue.owner_of([first, racer, late]) == 2                 # c came when a's lease ended
+    assert queue.owner_of([first, racer, late, later]) == 2          # d raced c and lost
+    assert queue.owner_of([first, late, _claim("e", 300, 400)]) == 2  # and so on after c's lease
+    assert queue.live_claim([first], now_ms=199) == first and queue.live_claim([first], now_ms=200) is None
+    raw = b"".join(queue.encode_claim(c["processor"], c["claimed"], c["expires"]) for c in (first, late))
+    assert queue.decode_claims(raw) == [first, late]
+    assert queue.decode_claims(b"\xc1garbage") == [] and queue.decode_claims(b"") == []
+
+
+def test_a_crash_in_two_queues_is_claimed_once(store):
+    cid = crash_id("5")
+    store.save_raw_crash(raw_crash(cid, legacy_processing=0), {}, cid)
+    assert list(store.new_crashes(queue="legacy", processor_id="old")) == [cid]
+    assert list(store.new_crashes(queue="standard", processor_id="new")) == []
+    assert store.get_processing_state(cid)["queues"] == ["legacy", "standard"]
+
+
+def test_a_crash_processed_after_the_scan_is_not_claimed_again(store):
+    """The race the claims row must survive: a slow processor's scan read a queue row, then the
+    crash was claimed, processed and its claim released before the slow one appended its claim."""
+    cid = crash_id("7")
+    store.save_raw_crash(raw_crash(cid), {}, cid)
+    table, prefix = queue.queue_table("standard")
+    stale = [(row, cells[K.COL_OOID]) for row, cells in queue.queue_rows(store.backend, table, prefix)]
+    assert list(store.new_crashes(processor_id="fast")) == [cid]
+    store.save_processed(processed(cid))
+    assert queue.claim_group(store.backend, table, stale, "slow", 60) == []
+    assert store.backend.get_row(K.UNPROCESSED_FLAG, K.CLAIMS_ROW) == {}  # the slow claim was given back
+
+
+def test_a_group_of_claims_costs_three_calls_whatever_its_size(store):
+    ids = [crash_id(K.SALTS[i % 16], BASE_TIME, random.Random(i)) for i in range(40)]
+    store.save_raw_crashes([(raw_crash(c, BASE_TIME + timedelta(seconds=i)), {}, c) for i, c in enumerate(ids)])
+    table, _prefix = queue.queue_table("standard")
+    group = [(K.time_index_key(c, BASE_TIME + timedelta(seconds=i)), c.encode()) for i, c in enumerate(ids)]
+    before = sum(store.backend.calls.values())
+    assert queue.claim_group(store.backend, table, group, "p", 60) == ids
+    assert sum(store.backend.calls.values()) - before == 3  # claims read, one append, queue rows read

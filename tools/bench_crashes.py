@@ -125,7 +125,7 @@ def mode_b(store, data, batch, phases):
                 if first is None or row[1:] < first[0][1:]:
                     first = (row, cells)
         qrow, qcells = first
-        backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(qrow, {K.COL_CLAIM: b"bench"})])
+        backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(qrow, {K.FAMILY_PROCESSOR_STATE + b":claim": b"bench"})])
         phases.mark("take")
         tid = qcells[K.COL_OOID].decode()
         backend.get_row(K.CRASH_REPORTS, K.crash_row_key(tid), columns=[b"flags", K.COL_SUBMITTED])

@@ -216,9 +216,13 @@ def _send_counters(backend, sink, increments, more=None):
     in :data:`COUNTER_FAILURES`, not raised, because a caller retrying the whole save would count
     the crash twice (increments are never replayed).  The next ``rollup`` recomputes the counts.
     """
-    try:
-        if more is not None:
+    if more is not None:
+        try:  # a failed detection (hang pairs, first-seen) must not cost the plain counters
             increments = increments + more()
+        except (BackendUnavailable, BackendError) as exc:
+            COUNTER_FAILURES["detections"] += 1
+            log.warning("pair / first-seen detection failed (the next rollup repairs it): %s", exc)
+    try:
         (sink or backend).increment_many(counters.coalesce(increments))
     except (BackendUnavailable, BackendError) as exc:
         COUNTER_FAILURES["increments"] += len(increments)

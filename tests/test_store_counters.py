@@ -147,3 +147,25 @@ def test_a_failed_counter_update_does_not_fail_a_stored_crash(embedded_url, monk
         assert store.get_raw_dump(cid) == b"MDMP"
         assert list(store.new_crashes()) == [cid]
         assert store.get_metrics("2016") == {}
+
+
+def test_a_failed_first_seen_detection_keeps_the_plain_counters(embedded_url, monkeypatch):
+    from socorro_store import crashes as crash_module
+    from socorro_store.errors import BackendUnavailable
+
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        cid = crash_id("c")
+        store.save_raw_crash(raw_crash(cid), {}, cid)
+        assert list(store.new_crashes()) == [cid]
+
+        def unavailable(table, items):
+            raise BackendUnavailable("injected: append reply lost")
+
+        monkeypatch.setattr(store.backend, "append_many", unavailable)
+        before = crash_module.COUNTER_FAILURES["detections"]
+        store.save_processed(processed(cid, signature="sig"))
+        assert crash_module.COUNTER_FAILURES["detections"] == before + 1
+        assert sum(store.get_signature_counters("sig").values()) == 4  # hour, day, month, year
+        assert store.queue_sizes()["standard"] == 0
+        assert "unique_crash_signatures" not in store.get_metrics("2016")  # for rollup to repair

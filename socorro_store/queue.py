@@ -47,8 +47,8 @@ import time
 
 import msgpack
 
-from .errors import InvalidArgument
 from .backends.base import RowMutation
+from .errors import InvalidArgument
 from .keys import (CLAIMS_ROW, COL_OOID, CRASH_REPORTS, LEGACY_UNPROCESSED_FLAG, PRIORITY_PREFIX, SALTS,
                    UNPROCESSED_FLAG, claim_column, crash_row_key, time_index_order, time_index_range)
 

@@ -81,6 +81,9 @@ def test_increment_rows_check_and_put_append(conn, table):
     cells = client.append(Hbase_thrift.TAppend(table=name, row=b"r", columns=[b"cf:log"], values=[b"ab"]))
     cells = client.append(Hbase_thrift.TAppend(table=name, row=b"r", columns=[b"cf:log"], values=[b"cd"]))
     assert [c.value for c in cells] == [b"abcd"]
+    cells = client.append(Hbase_thrift.TAppend(table=name, row=b"r", columns=[b"cf:z", b"cf:log", b"cf:a"],
+                                                values=[b"1", b"2", b"3"]))
+    assert [c.value for c in cells] == [b"3", b"abcd2", b"1"]  # HBase's Result order: by column
     with pytest.raises(TApplicationException) as err:  # bare family: HBase throws a NPE
         client.increment(Hbase_thrift.TIncrement(table=name, row=b"r", column=b"cf", ammount=1))
     assert err.value.type == TApplicationException.INTERNAL_ERROR

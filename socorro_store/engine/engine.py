@@ -16,7 +16,8 @@ memcmp).
 
 Thread-safety: each table has one write connection guarded by a lock; reads use a connection per
 thread.  Several processes may share a directory (SQLite's own locking serialises writers), but the
-intended way to share it is ``socorro-store serve``.
+intended way to share it is ``socorro-store serve``.  One background thread per engine checkpoints
+the tables' write-ahead logs (``checkpointer.py``); :meth:`Engine.close` stops it.
 """
 
 import contextlib
@@ -30,6 +31,8 @@ from ..errors import FamilyNotFound, InvalidArgument, NotACounter, TableDisabled
 from ..specs import FOREVER
 from . import codec
 from .catalog import COLUMN_MARKER, FAMILY_MARKER, Catalog, connect
+from .checkpointer import COMMIT_BYTES, TRIGGER_BYTES, Checkpointer
+from .pruning import crowded, prune
 
 _COUNTER = struct.Struct(">q")
 
@@ -41,7 +44,7 @@ def now_ms():
 class _Table:
     """Open connections of one table file."""
 
-    def __init__(self, path, sync):
+    def __init__(self, path, sync, checkpointer=None):
         self.path = path
         self.sync = sync
         self.write_lock = threading.Lock()
@@ -49,6 +52,11 @@ class _Table:
         self.local = threading.local()
         self.readers = []
         self.readers_lock = threading.Lock()
+        self.checkpointer = checkpointer
+        self.uncheckpointed = 0  # estimated bytes committed since the last checkpoint request
+        self.checkpoint_lock = threading.Lock()
+        self.checkpoint_conn = None
+        self.closed = False
 
     def reader(self):
         conn = getattr(self.local, "conn", None)
@@ -60,8 +68,12 @@ class _Table:
         return conn
 
     @contextlib.contextmanager
-    def transaction(self):
-        """The write connection inside ``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on error)."""
+    def transaction(self, size_hint=0):
+        """The write connection inside ``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on error).
+
+        ``size_hint``: about how many bytes of values the transaction writes, to schedule
+        background checkpoints (see checkpointer.py).
+        """
         with self.write_lock:
             self.writer.execute("BEGIN IMMEDIATE")
             try:
@@ -70,8 +82,36 @@ class _Table:
             except BaseException:
                 self.writer.execute("ROLLBACK")
                 raise
+            self.uncheckpointed += size_hint + COMMIT_BYTES
+            if self.uncheckpointed >= TRIGGER_BYTES and self.checkpointer is not None:
+                self.uncheckpointed = 0
+                self.checkpointer.request(self)
+
+    def checkpoint(self, rounds=8):
+        """PASSIVE checkpoints on a connection of its own (run by the checkpointer thread).
+
+        Repeated while the writer keeps appending, so the log gets fully copied in a pause
+        between commits: only then does SQLite restart it from the beginning (else it grows to
+        the ``wal_autocheckpoint`` bound, and the writer checkpoints after all).
+        """
+        with self.checkpoint_lock:
+            if self.closed:
+                return
+            if self.checkpoint_conn is None:
+                self.checkpoint_conn = connect(self.path, self.sync)
+            previous = None
+            for _ in range(rounds):  # until a round finds no frames appended during the last
+                busy, frames, _copied = self.checkpoint_conn.execute(
+                    "PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
+                if busy or frames == previous:
+                    return
+                previous = frames
 
     def close(self):
+        with self.checkpoint_lock:  # waits for a checkpoint in progress
+            self.closed = True
+            if self.checkpoint_conn is not None:
+                self.checkpoint_conn.close()
         with self.readers_lock:
             for conn in self.readers:
                 conn.close()
@@ -90,8 +130,10 @@ class Engine:
         self._open = {}
         self._open_lock = threading.Lock()
         self._closed = False
+        self._checkpointer = Checkpointer()
 
     def close(self):
+        self._checkpointer.close()
         with self._open_lock:
             if self._closed:
                 return
@@ -141,7 +183,7 @@ class Engine:
             with self._open_lock:
                 table = self._open.get(info.file)
                 if table is None:
-                    table = _Table(self.catalog.path_of(info), self.sync)
+                    table = _Table(self.catalog.path_of(info), self.sync, self._checkpointer)
                     self._open[info.file] = table
         return info, table
 
@@ -162,29 +204,34 @@ class Engine:
         before anything is written.
         """
         info, table = self._table(name)
+        families, encode, raw = info.families, codec.encode, codec.RAW
         # Validate and compress before taking the write lock: zlib releases the GIL, so other
-        # writers' compression overlaps this table's SQLite work.
+        # writers' compression overlaps this table's SQLite work.  Uncompressed families skip
+        # the codec call: their values are stored as given.
         encoded = []
+        size = 0
         for row, puts, deletes, _delete_row in mutations:
             for fam, qual, value in puts:
-                spec = self._family(info, fam)
-                encoded.append((row, fam, qual, spec.versions - 1, *codec.encode(value, spec.compressed)))
+                spec = families.get(fam) or self._family(info, fam)
+                cell_codec, stored = encode(value, True) if spec.compressed else (raw, value)
+                encoded.append((row, fam, qual, spec.versions - 1, cell_codec, stored))
+                size += len(stored)
             for fam, _qual in deletes:
                 self._family(info, fam)
-        with table.transaction() as conn:
+        with table.transaction(size) as conn:
             ts_now = now_ms()
             write_ts = ts_now if timestamp is None else timestamp
             masked = _MarkerCache(conn)
-            cells, prunes = [], []
-            for row, fam, qual, keep_older, cell_codec, stored in encoded:
-                if not masked(row, fam, qual, write_ts):
-                    cells.append((row, fam, qual, write_ts, cell_codec, stored))
-                    prunes.append((row, fam, qual, keep_older))
+            if masked.any:
+                encoded = [cell for cell in encoded if not masked(cell[0], cell[1], cell[2], write_ts)]
+            prunes = crowded(conn, [cell[:4] for cell in encoded])  # counts cells before the puts
             conn.executemany("INSERT OR REPLACE INTO cells (row, fam, qual, ts, codec, value) "
-                             "VALUES (?,?,?,?,?,?)", cells)
-            _prune(conn, prunes)
+                             "VALUES (?,?,?,?,?,?)",
+                             [(row, fam, qual, write_ts, cell_codec, stored)
+                              for row, fam, qual, _keep, cell_codec, stored in encoded])
+            prune(conn, prunes)
             for row, _puts, deletes, delete_row in mutations:
-                targets = [(fam, None) for fam in info.families] if delete_row else deletes
+                targets = [(fam, None) for fam in families] if delete_row else deletes
                 for fam, qual in targets:
                     _delete(conn, row, fam, qual, write_ts)
 
@@ -213,7 +260,7 @@ class Engine:
                     ts = max(current[0] + 1, ts_now)
                 conn.execute("INSERT OR REPLACE INTO cells (row, fam, qual, ts, codec, value) VALUES (?,?,?,?,?,?)",
                              (row, fam, qual, ts, codec.RAW, _COUNTER.pack(value)))
-                _prune(conn, [(row, fam, qual, spec.versions - 1)])
+                prune(conn, [(row, fam, qual, spec.versions - 1)])
                 results.append(value)
         return results
 
@@ -275,7 +322,7 @@ class Engine:
             cell_codec, stored = codec.encode(value, spec.compressed)
             conn.execute("INSERT OR REPLACE INTO cells (row, fam, qual, ts, codec, value) VALUES (?,?,?,?,?,?)",
                          (row, fam, qual, ts, cell_codec, stored))
-            _prune(conn, [(row, fam, qual, spec.versions - 1)])
+            prune(conn, [(row, fam, qual, spec.versions - 1)])
 
     # -- reads -------------------------------------------------------------------------------
     def get(self, name, rows, columns=None, timestamp=None, versions=1):
@@ -432,14 +479,6 @@ def _delete(conn, row, fam, qual, ts):
         kind, marker_qual = COLUMN_MARKER, qual
     conn.execute("INSERT INTO markers VALUES (?,?,?,?,?) ON CONFLICT(row, fam, kind, qual) "
                  "DO UPDATE SET ts = max(ts, excluded.ts)", (row, fam, kind, marker_qual, ts))
-
-
-def _prune(conn, prunes):
-    """Drop versions beyond the family's VERSIONS: ``[(row, fam, qual, versions - 1)]``."""
-    conn.executemany(
-        "DELETE FROM cells WHERE row=?1 AND fam=?2 AND qual=?3 AND ts < ("
-        "SELECT ts FROM cells WHERE row=?1 AND fam=?2 AND qual=?3 ORDER BY ts DESC LIMIT 1 OFFSET ?4)",
-        prunes)
 
 
 def _latest(conn, row, fam, qual, spec, ts_now):

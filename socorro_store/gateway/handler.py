@@ -333,13 +333,16 @@ class HbaseHandler:
             check_row(row)  # new Delete(row) / new Put(row) run before HBase's try block
             puts, deletes = [], []
             for m in batch.mutations or []:
-                fam, qual = parse_column(m.column or b"")
+                # parse_column inlined: this loop runs once per cell of every batched write
+                fam, sep, qual = (m.column or b"").partition(b":")
                 if m.isDelete:
-                    deletes.append((fam, qual))
-                elif qual is None:
+                    deletes.append((fam, qual if sep else None))
+                elif not sep:
                     raise Uncaught("Invalid famAndQf provided.")
                 else:
-                    value = m.value if m.value is not None else b""
+                    value = m.value
+                    if value is None:
+                        value = b""
                     if len(row) + len(fam) + len(qual) + len(value) + 20 > MAX_KEYVALUE:
                         raise Hbase.IllegalArgument(message="KeyValue size too large")
                     puts.append((fam, qual, value))
@@ -448,7 +451,9 @@ class HbaseHandler:
                 raise Uncaught("TAppend column needs a qualifier")
             deltas.append((fam, qual, delta or b""))
         cells = self.engine.append(_text(append.table), append.row, deltas)
-        return [Hbase.TCell(value=value, timestamp=ts) for _f, _q, ts, value in cells]
+        # HBase answers the Result's cells, which are in (family, qualifier) order, not the
+        # request's: a client maps the nameless TCells back by sorting its columns.
+        return [Hbase.TCell(value=value, timestamp=ts) for _f, _q, ts, value in sorted(cells, key=lambda c: c[:2])]
 
     # -- scanners ----------------------------------------------------------------------------
     def scannerOpenWithScan(self, tableName, scan, attributes):

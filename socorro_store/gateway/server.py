@@ -234,7 +234,9 @@ class GatewayServer:
     def _serve_connection(self, sock):
         stream = _ClientSocket(sock, self)
         trans = TCyBufferedTransport(stream)
-        iprot, oprot = self._readers.get_protocol(trans), self._writers.get_protocol(trans)
+        # The binary decoder buffers by itself (see wire.py), so it reads the stream directly.
+        iprot = self._readers.get_protocol(stream if self.protocol == "binary" else trans)
+        oprot = self._writers.get_protocol(trans)
         try:
             while not self.stopping:
                 stream.awaiting = True

@@ -50,11 +50,22 @@ class PhaseCalls:
 
     def __init__(self, backend):
         self.backend, self.totals, self._seen = backend, {}, 0
+        self.by_kind = {}  # submit calls of each one-at-a-time save, by crash kind
 
     def mark(self, phase):
+        """Attribute the calls since the last mark to ``phase``; return how many there were."""
         now = sum(self.backend.calls.values())
-        self.totals[phase] = self.totals.get(phase, 0) + now - self._seen
+        delta = now - self._seen
+        self.totals[phase] = self.totals.get(phase, 0) + delta
         self._seen = now
+        return delta
+
+
+def crash_kind(raw):
+    """Which index tables a save touches besides the three every crash has."""
+    kind = [name for name, present in (("legacy", raw.get("legacy_processing") == 0),
+                                       ("hang", bool(raw.get("HangID")))) if present]
+    return "+".join(kind) or "plain"
 
 
 # -- modes -----------------------------------------------------------------------------------
@@ -64,7 +75,7 @@ def mode_a1(store, data, batch, phases):
     for raw, dumps, cid, sig in data:
         t0 = time.perf_counter()
         store.save_raw_crash(raw, dumps, cid)
-        phases.mark("submit")
+        phases.by_kind.setdefault(crash_kind(raw), []).append(phases.mark("submit"))
         taken = list(store.new_crashes(limit=1, processor_id="bench"))
         phases.mark("take")
         for tid in taken:
@@ -193,6 +204,8 @@ def run_mode(args):
         "calls_per_crash": round(sum(calls.values()) / n, 2),
         "calls_by_kind": {k: round(v / n, 2) for k, v in sorted(calls.items())},
         "calls_by_phase": {k: round(v / n, 2) for k, v in phases.totals.items()},
+        "submit_calls_by_crash_kind": {k: f"{min(v)}-{max(v)} (n={len(v)})" if min(v) != max(v) else f"{v[0]} (n={len(v)})"
+                                       for k, v in sorted(phases.by_kind.items())},
         "latency_unit": "batch" if mode in ("a2", "c2") else "crash",
         "p50_ms": round(1000 * lat[len(lat) // 2], 2),
         "p99_ms": round(1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))], 2),
@@ -223,6 +236,8 @@ def main(argv=None):
                           f"{result['calls_per_crash']:>6} calls/crash  p50 {result['p50_ms']:>8} ms  "
                           f"p99 {result['p99_ms']:>8} ms per {result['latency_unit']:<5}  "
                           f"rss {result['peak_rss_mb']} MB  per phase {result['calls_by_phase']}", flush=True)
+                    if result["submit_calls_by_crash_kind"]:
+                        print(f"{'':18}submit calls by crash kind: {result['submit_calls_by_crash_kind']}")
     by = {(r["dump_kb"], r["mode"]): r for r in results}
     ratios = {}
     for shape in {r["dump_kb"] for r in results}:

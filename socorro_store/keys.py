@@ -67,6 +67,7 @@ from datetime import date, datetime, timedelta, timezone
 
 from .errors import InvalidArgument, InvalidCrashID
 from .specs import SALTS  # noqa: F401 - re-exported: the salt characters of every salted key
+from .timeparse import parse_timestamp  # noqa: F401 - re-exported: keys take the same time inputs
 
 CRASH_ID_RE = re.compile(r"^[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{6}[0-9]{6}$")
 CRASH_ID_LEN = 36
@@ -146,34 +147,6 @@ def crash_id_from_row_key(key):
     if crash_row_key(crash_id) != key:
         raise InvalidArgument(f"crash_reports row key does not match its crash id: {key!r}")
     return crash_id
-
-
-def parse_timestamp(value, what="timestamp"):
-    """An aware UTC datetime from a datetime or an ISO 8601 string; InvalidArgument otherwise.
-
-    Naive values are taken as UTC; values with an offset are converted to UTC.  A trailing ``Z``
-    is accepted (Python 3.10's ``fromisoformat`` does not).
-    """
-    if isinstance(value, datetime):
-        moment = value
-    elif isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            raise InvalidArgument(f"{what} is not ISO 8601: {value!r}") from None
-    elif isinstance(value, date):
-        moment = datetime(value.year, value.month, value.day)
-    else:
-        raise InvalidArgument(f"{what} must be an ISO 8601 string or a datetime, not {type(value).__name__}")
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=timezone.utc)
-    try:
-        return moment.astimezone(timezone.utc)
-    except OverflowError:  # e.g. 0001-01-01T00:00+01:00 is before datetime.min in UTC
-        raise InvalidArgument(f"{what} is out of range in UTC: {value!r}") from None
 
 
 def format_timestamp(moment):

@@ -311,13 +311,18 @@ def check_check_and_put(row, column, expected, puts):
 
 def check_check_and_put_items(items):
     """Validate the items of :meth:`Backend.check_and_put_many`; return them as a list."""
-    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
-        raise InvalidArgument("check_and_put_many needs a list of (row, column, expected, puts)")
+    return _check_items(items, "check_and_put_many", "(row, column, expected, puts)", 4, check_check_and_put)
+
+
+def _check_items(items, call, shape, arity, check):
+    """Validate a batch call's items: an iterable of ``arity``-tuples, each passing ``check``."""
+    if isinstance(items, (str, bytes, dict)) or not hasattr(items, "__iter__"):
+        raise InvalidArgument(f"{call} needs a list of {shape}")
     items = list(items)
     for item in items:
-        if not isinstance(item, tuple) or len(item) != 4:
-            raise InvalidArgument("each check_and_put_many item is a (row, column, expected, puts) tuple")
-        check_check_and_put(*item)
+        if not isinstance(item, tuple) or len(item) != arity:
+            raise InvalidArgument(f"each {call} item is a {shape} tuple")
+        check(*item)
     return items
 
 
@@ -334,14 +339,7 @@ def check_append(row, values):
 
 def check_append_items(items):
     """Validate the items of :meth:`Backend.append_many`; return them as a list."""
-    if isinstance(items, (str, bytes, dict)) or not hasattr(items, "__iter__"):
-        raise InvalidArgument("append_many needs a list of (row, {column: bytes})")
-    items = list(items)
-    for item in items:
-        if not isinstance(item, tuple) or len(item) != 2:
-            raise InvalidArgument("each append_many item is a (row, {column: bytes}) tuple")
-        check_append(*item)
-    return items
+    return _check_items(items, "append_many", "(row, {column: bytes})", 2, check_append)
 
 
 def check_increments(increments):

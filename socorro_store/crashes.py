@@ -28,7 +28,7 @@ from . import keys as K
 from .backends import RowMutation
 from .backends.base import MAX_CELL_BYTES
 from .errors import BackendError, BackendUnavailable, CrashIDNotFound, InvalidArgument
-from .queue import claims_of, merged_scan, owner_of, pointer_puts, release_claims, with_crash_rows
+from .queue import claims_of, merged_scan, owner_of, release_claims, with_crash_rows
 
 #: Socorro's default ``forbidden_keys``: removed by get_processed (dotted paths reach inside).
 DEFAULT_FORBIDDEN_KEYS = (
@@ -188,9 +188,9 @@ def write_raw(backend, crashes, counter_sink=None):
         key = K.time_index_key(crash.crash_id, crash.submitted)
         ooid = {K.COL_OOID: crash.crash_id.encode("ascii")}
         index[K.SUBMITTED_TIME].append(RowMutation(key, dict(ooid)))
-        index[K.UNPROCESSED_FLAG].append(RowMutation(key, pointer_puts(crash.crash_id)))
+        index[K.UNPROCESSED_FLAG].append(RowMutation(key, dict(ooid)))
         if crash.legacy == 0:
-            index[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(key, pointer_puts(crash.crash_id)))
+            index[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(key, dict(ooid)))
             index[K.LEGACY_SUBMITTED_TIME].append(RowMutation(key, dict(ooid)))
         if crash.hang_id is not None:
             index[K.HANG_ID].append(RowMutation(K.hang_row_key(crash.hang_id),
@@ -348,7 +348,7 @@ def enqueue_priority(backend, crash_ids, now, counter_sink=None):
     if not todo:
         return 0
     stamp = K.format_timestamp(now)
-    backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(K.priority_key(cid, now), pointer_puts(cid))
+    backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(K.priority_key(cid, now), {K.COL_OOID: cid.encode("ascii")})
                                              for cid in todo])
     won = backend.check_and_put_many(K.CRASH_REPORTS, [
         (K.crash_row_key(cid), K.COL_PRIORITY, None, {K.COL_PRIORITY: stamp}) for cid in todo])

@@ -71,11 +71,6 @@ def queue_table(queue):
         raise InvalidArgument(f"unknown queue {queue!r}: expected standard, legacy or priority") from None
 
 
-def pointer_puts(crash_id):
-    """The cells of a new queue row: the pointer to its crash."""
-    return {COL_OOID: crash_id.encode("ascii")}
-
-
 def encode_claim(processor_id, claimed_ms, expires_ms):
     return msgpack.packb({"processor": processor_id, "claimed": claimed_ms, "expires": expires_ms})
 

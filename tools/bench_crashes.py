@@ -61,6 +61,12 @@ class PhaseCalls:
         return delta
 
 
+def _spread(values):
+    """``"4 (n=116)"`` or ``"7-8 (n=5)"``: the range of a list of call counts, and its size."""
+    low, high = min(values), max(values)
+    return f"{low if low == high else f'{low}-{high}'} (n={len(values)})"
+
+
 def crash_kind(raw):
     """Which index tables a save touches besides the three every crash has."""
     kind = [name for name, present in (("legacy", raw.get("legacy_processing") == 0),
@@ -204,8 +210,7 @@ def run_mode(args):
         "calls_per_crash": round(sum(calls.values()) / n, 2),
         "calls_by_kind": {k: round(v / n, 2) for k, v in sorted(calls.items())},
         "calls_by_phase": {k: round(v / n, 2) for k, v in phases.totals.items()},
-        "submit_calls_by_crash_kind": {k: f"{min(v)}-{max(v)} (n={len(v)})" if min(v) != max(v) else f"{v[0]} (n={len(v)})"
-                                       for k, v in sorted(phases.by_kind.items())},
+        "submit_calls_by_crash_kind": {kind: _spread(calls) for kind, calls in sorted(phases.by_kind.items())},
         "latency_unit": "batch" if mode in ("a2", "c2") else "crash",
         "p50_ms": round(1000 * lat[len(lat) // 2], 2),
         "p99_ms": round(1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))], 2),

@@ -493,7 +493,7 @@ class BigtableBackend(Backend):
         is lazy), where HBase starts from 0.  So counters in a TTL family first get their expired
         versions deleted: they are invisible already, so this is always safe and idempotent.
         """
-        self._expire_counters(table, row, amounts)
+        self._expire_cells(table, row, amounts)
         rules = [IncrementRule(name, qualifier, amount) for (name, qualifier), amount in amounts.items()]
         with self._rpc(kind, table):
             result = self._table(table).read_modify_write_row(row, rules)
@@ -509,14 +509,14 @@ class BigtableBackend(Backend):
         for column, value in values.items():
             family, qualifier = split_column(column)
             deltas[(self._family(families, table, family), qualifier)] = value
-        self._expire_counters(table, row, deltas)  # as for increments: an expired cell starts empty
+        self._expire_cells(table, row, deltas)  # as for increments: an expired cell starts empty
         rules = [AppendValueRule(name, qualifier, value) for (name, qualifier), value in deltas.items()]
         with self._rpc("append", table):
             result = self._table(table).read_modify_write_row(row, rules)
         found = {(c.family, c.qualifier): c.value for c in result.cells}
         return {column: found[key] for column, key in zip(values, deltas)}
 
-    def _expire_counters(self, table, row, amounts):
+    def _expire_cells(self, table, row, amounts):
         families, now = self._families_of(table), now_ms()
         ops = []
         for name, qualifier in amounts:

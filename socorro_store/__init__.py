@@ -8,7 +8,7 @@
 
 from .errors import (BackendUnavailable, CrashIDNotFound, InvalidArgument, InvalidCrashID,
                      SocorroStoreError)
-from .store import CrashStore, open_store
+from .crashstore.store import CrashStore, open_store
 
 __all__ = ["open_store", "CrashStore", "SocorroStoreError", "CrashIDNotFound", "InvalidCrashID",
            "InvalidArgument", "BackendUnavailable"]

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from socorro_store.backends.base import RowMutation
-from socorro_store.schema import FamilySpec, TableSpec
+from socorro_store.schema.specs import FamilySpec, TableSpec
 
 HOUR_MS = 3600 * 1000
 

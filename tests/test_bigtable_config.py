@@ -10,7 +10,7 @@ from conftest import isolated_url
 from socorro_store.backends import open_backend
 from socorro_store.backends.base import RowMutation
 from socorro_store.errors import ConfigError
-from socorro_store.schema import FamilySpec, TableSpec
+from socorro_store.schema.specs import FamilySpec, TableSpec
 
 pytest.importorskip("google.cloud.bigtable.data",
                     reason="bigtable extra not installed (pip install 'socorro-store[bigtable]')")

@@ -12,7 +12,8 @@ from click.testing import CliRunner
 from socorro_store.backends import RowMutation, open_backend
 from socorro_store.cli import main
 from socorro_store.config import ENV_VAR
-from socorro_store.schema import SALTS, default_spec_dir, load_specs
+from socorro_store.schema.spec_loader import default_spec_dir, load_specs
+from socorro_store.schema.specs import SALTS
 
 SHIPPED = sorted(load_specs())
 

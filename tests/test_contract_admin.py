@@ -8,7 +8,7 @@ import pytest
 from contract_helpers import all_rows, counter, put, spec
 from socorro_store.backends.base import Increment, RowMutation
 from socorro_store.errors import FamilyNotFound, TableExists, TableNotFound
-from socorro_store.schema import FOREVER, FamilySpec
+from socorro_store.schema.specs import FOREVER, FamilySpec
 
 
 def comparable(backend, family_spec):

@@ -4,7 +4,7 @@ from jobs_helpers import UNTIL, expected_counters, ingest, live_counters, make_c
 
 from socorro_store import open_store
 from socorro_store.errors import InvalidArgument
-from socorro_store.rollup import run_rollup
+from socorro_store.jobs.rollup import run_rollup
 
 
 def test_increments_are_held_then_flushed_as_one_call(embedded_url):

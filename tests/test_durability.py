@@ -1,6 +1,6 @@
 """Durability: SIGKILL the writer (embedded store) or the gateway mid-ingest, reopen, check.
 
-Each trial runs real child processes (``python -m socorro_store.chaos writer``) that acknowledge a
+Each trial runs real child processes (``python tools/chaos_harness.py writer``) that acknowledge a
 crash on a file only after its save returned.  After the kill: every acknowledged crash (and every
 acknowledged processed crash) reads back exactly with its dumps, no crash row lacks its queue
 pointer, ``verify-indexes --repair`` leaves 0 MISSING / 0 ORPHAN, ``rollup`` + ``reconcile-queue``
@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from socorro_store import chaos
+import chaos_harness as chaos
 
 
 def _assert_survived(result):
@@ -44,9 +44,9 @@ def test_gateway_sigkill_loses_no_acknowledged_crash(tmp_path, trial):
 
 def test_check_store_notices_a_lost_crash(tmp_path):
     """The check can fail: an acknowledged crash deleted behind the store's back counts as lost."""
-    from socorro_store import keys as K
+    from socorro_store.schema import keys as K
     from socorro_store.backends import RowMutation
-    from socorro_store.store import open_store
+    from socorro_store.crashstore.store import open_store
 
     url = f"embedded://{tmp_path / 'store'}"
     with open_store(url) as store:

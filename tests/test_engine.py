@@ -19,7 +19,7 @@ from socorro_store.backends import RowMutation, open_backend
 from socorro_store.engine import Engine
 from socorro_store.engine import codec
 from socorro_store.errors import FamilyNotFound, TableExists
-from socorro_store.schema import FamilySpec, TableSpec
+from socorro_store.schema.specs import FamilySpec, TableSpec
 
 
 def put(engine, table, row, cells, timestamp=None):
@@ -123,7 +123,7 @@ def test_data_survives_reopen(store_dir):
 KILLED_WRITER = textwrap.dedent("""
     import os, signal, sys
     from socorro_store.backends import RowMutation, open_backend
-    from socorro_store.schema import FamilySpec, TableSpec
+    from socorro_store.schema.specs import FamilySpec, TableSpec
 
     backend = open_backend(sys.argv[1])
     backend.create_table(TableSpec("t", (FamilySpec("f"),)))

@@ -14,12 +14,12 @@ import uuid
 
 import pytest
 
-from socorro_store import chaos
-from socorro_store import keys as K
+import chaos_harness as chaos
+from socorro_store.schema import keys as K
 from socorro_store.backends import Increment, RowMutation, open_backend
 from socorro_store.errors import BackendUnavailable
-from socorro_store.faultproxy import FAULTS, FaultProxy
-from socorro_store.schema import FamilySpec, TableSpec
+from faultproxy import FAULTS, FaultProxy
+from socorro_store.schema.specs import FamilySpec, TableSpec
 
 RETRIES = 2
 REACHES_SERVER = {"drop_before": False, "drop_after": True, "delay": True, "truncate": True}

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from socorro_store import open_store
-from socorro_store.crashes import DEFAULT_FORBIDDEN_KEYS
+from socorro_store.crashstore.crashes import DEFAULT_FORBIDDEN_KEYS
 from socorro_store.errors import SocorroStoreError
 
 EXAMPLES = int(os.environ.get("SOCORRO_FUZZ_EXAMPLES", "120"))

@@ -23,7 +23,7 @@ from thriftpy2.protocol import TBinaryProtocol, TCompactProtocol
 from thriftpy2.thrift import TClient
 from thriftpy2.transport import TMemoryBuffer
 
-from socorro_store import chaos
+import chaos_harness as chaos
 
 Hbase_thrift = sys.modules["Hbase_thrift"]
 INPUTS = int(os.environ.get("SOCORRO_FUZZ_GATEWAY_INPUTS", "60"))

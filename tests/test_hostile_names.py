@@ -16,7 +16,7 @@ from thriftpy2.thrift import TApplicationException
 from socorro_store.backends import RowMutation, open_backend
 from socorro_store.engine import Engine
 from socorro_store.errors import InvalidArgument
-from socorro_store.schema import FamilySpec, TableSpec
+from socorro_store.schema.specs import FamilySpec, TableSpec
 
 Hbase_thrift = sys.modules["Hbase_thrift"]  # the IDL module happybase loads on import
 SQL = "x'); DELETE FROM cells; DROP TABLE markers; --"

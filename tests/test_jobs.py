@@ -8,8 +8,9 @@ import sys
 import msgpack
 import pytest
 
-from socorro_store import jobs, keys
-from socorro_store.admin import create_tables
+from socorro_store.jobs import runs as jobs
+from socorro_store.schema import keys
+from socorro_store.schema.table_admin import create_tables
 from socorro_store.backends import open_backend
 from socorro_store.errors import InvalidArgument
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from socorro_store import keys as K
+from socorro_store.schema import keys as K
 from socorro_store.errors import InvalidArgument, InvalidCrashID
 
 HEX = "0123456789abcdef"

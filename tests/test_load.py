@@ -8,7 +8,7 @@ latency and the gateway's peak RSS are printed (figures, not assertions).
 
 import pytest
 
-from socorro_store import chaos
+import chaos_harness as chaos
 
 
 def _check(result, crashes):

@@ -2,8 +2,10 @@
 
 import pytest
 
-from socorro_store import jobs, open_store, rollup
-from socorro_store import keys as K
+from socorro_store import open_store
+from socorro_store.jobs import rollup
+from socorro_store.jobs import runs as jobs
+from socorro_store.schema import keys as K
 from socorro_store.backends import Increment, RowMutation
 from socorro_store.errors import InvalidArgument
 
@@ -131,7 +133,7 @@ def test_bad_arguments_write_nothing(embedded_url):
 
 
 def test_expiry_keeps_coarser_levels_and_only_deletes_rolled_up_detail(loaded):
-    from socorro_store import expiry
+    from socorro_store.jobs import expiry
 
     backend, specs = loaded
     now = "2017-06-15T00:00:00Z"
@@ -169,7 +171,7 @@ def test_expiry_keeps_coarser_levels_and_only_deletes_rolled_up_detail(loaded):
 
 
 def test_retention_keeps_hour_rows_at_least_as_long_as_minute_rows():
-    from socorro_store.expiry import Retention
+    from socorro_store.jobs.expiry import Retention
 
     with pytest.raises(InvalidArgument):
         Retention(metrics_minute_days=30, metrics_hour_days=7)

@@ -11,8 +11,8 @@ import pytest
 
 from socorro_store.config import DEFAULT_URL, ENV_VAR, parse_url
 from socorro_store.errors import ConfigError, SpecError
-from socorro_store.schema import (FOREVER, SALTS, FamilySpec, TableSpec, compare, default_spec_dir,
-                                  hbase_shell_ddl, load_spec_file, load_specs)
+from socorro_store.schema.spec_loader import compare, default_spec_dir, hbase_shell_ddl, load_spec_file, load_specs
+from socorro_store.schema.specs import FOREVER, SALTS, FamilySpec, TableSpec
 
 
 def wiki(compression="NONE", versions=1):

@@ -2,8 +2,10 @@
 
 import pytest
 
-from socorro_store import jobs, open_store, scrutiny
-from socorro_store import keys as K
+from socorro_store import open_store
+from socorro_store.jobs import scrutiny
+from socorro_store.jobs import runs as jobs
+from socorro_store.schema import keys as K
 from socorro_store.backends import Increment, RowMutation
 from socorro_store.errors import InvalidArgument
 

@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 
 from socorro_store import open_store
-from socorro_store import keys as K
-from socorro_store.counters import coalesce, submit_increments
+from socorro_store.schema import keys as K
+from socorro_store.crashstore.counters import coalesce, submit_increments
 
 from store_helpers import BASE_TIME, crash_id, processed, raw_crash
 
@@ -129,7 +129,7 @@ def test_first_seen_is_exact_under_concurrent_processors(embedded_url):
 def test_a_failed_counter_update_does_not_fail_a_stored_crash(embedded_url, monkeypatch):
     """The crash is stored before its counters: a counter failure is logged, not raised, so the
     caller does not retry the save (which would count it twice); rollup repairs the count."""
-    from socorro_store import crashes as crash_module
+    from socorro_store.crashstore import crashes as crash_module
     from socorro_store.errors import BackendUnavailable
 
     with open_store(embedded_url) as store:
@@ -150,7 +150,7 @@ def test_a_failed_counter_update_does_not_fail_a_stored_crash(embedded_url, monk
 
 
 def test_a_failed_first_seen_detection_keeps_the_plain_counters(embedded_url, monkeypatch):
-    from socorro_store import crashes as crash_module
+    from socorro_store.crashstore import crashes as crash_module
     from socorro_store.errors import BackendUnavailable
 
     with open_store(embedded_url) as store:

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from socorro_store import CrashIDNotFound, InvalidArgument, InvalidCrashID, open_store
-from socorro_store import keys as K
+from socorro_store.schema import keys as K
 from socorro_store.backends import RowMutation
 
 from store_helpers import BASE_TIME, all_rows, crash_id, processed, raw_crash
@@ -114,7 +114,7 @@ class _FailingCrashRows:
 
 def test_pointers_are_written_before_the_crash_row(store):
     """A failed crash-row write leaves pointers (harmless, skipped by readers), never the reverse."""
-    from socorro_store.store import CrashStore
+    from socorro_store.crashstore.store import CrashStore
 
     cid = crash_id("1")
     failing = _FailingCrashRows(store.backend)

@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from socorro_store import BackendUnavailable, InvalidArgument, open_store
-from socorro_store import keys as K
-from socorro_store import queue
+from socorro_store.schema import keys as K
+from socorro_store.crashstore import queue
 from socorro_store.backends import RowMutation
-from socorro_store.scrutiny import reconcile_queue
+from socorro_store.jobs.scrutiny import reconcile_queue
 
 from store_helpers import BASE_TIME, crash_id, processed, raw_crash
 
@@ -210,7 +210,7 @@ def test_retried_save_processed_after_a_failed_queue_delete_leaves_no_pointer(em
 
 
 def test_concurrent_priority_requests_queue_a_crash_once(embedded_url, monkeypatch):
-    from socorro_store import crashes as crash_module
+    from socorro_store.crashstore import crashes as crash_module
 
     with open_store(embedded_url) as store:
         store.create_tables()

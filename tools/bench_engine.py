@@ -16,7 +16,7 @@ import time
 
 from socorro_store.backends.base import RowMutation
 from socorro_store.backends.embedded import EmbeddedBackend
-from socorro_store.schema import FamilySpec, TableSpec
+from socorro_store.schema.specs import FamilySpec, TableSpec
 
 
 def value_2k(rng):

@@ -21,7 +21,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from socorro_store import chaos  # noqa: E402
+import chaos_harness as chaos  # noqa: E402
 
 PROBLEMS = ("lost_processed", "half_visible", "missing_after", "orphan_after", "queue_drift_after",
             "raw_errors", "integrity")

@@ -100,7 +100,7 @@ class Backend(abc.ABC):
     # -- table admin -------------------------------------------------------------------------
     @abc.abstractmethod
     def create_table(self, spec):
-        """Create a table from a :class:`~socorro_store.schema.TableSpec`.
+        """Create a table from a :class:`~socorro_store.schema.specs.TableSpec`.
 
         Raises :class:`TableExists` if the name is taken (whatever its families).
         """

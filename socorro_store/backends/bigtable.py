@@ -49,7 +49,7 @@ from google.cloud.bigtable.data.read_modify_write_rules import AppendValueRule, 
 
 from ..errors import (BackendError, BackendUnavailable, ConfigError, FamilyNotFound, InvalidArgument,
                       NotACounter, SocorroStoreError, TableExists, TableNotFound)
-from ..specs import SALTS
+from ..schema.specs import SALTS
 from . import base
 from . import bigtable_support as bts
 from .bigtable_scan import Scan, limited

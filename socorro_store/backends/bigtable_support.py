@@ -23,7 +23,7 @@ from google.cloud.bigtable.data import row_filters as rf
 from google.cloud.bigtable_v2.types import data as data_pb
 
 from ..errors import InvalidArgument
-from ..specs import FOREVER, FamilySpec
+from ..schema.specs import FOREVER, FamilySpec
 
 MAX_MICROS = 2**63 - 1
 #: the largest contract timestamp (ms) whose microseconds Bigtable can hold

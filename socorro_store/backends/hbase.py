@@ -24,7 +24,7 @@ from thriftpy2.transport import TTransportException
 
 from ..errors import (BackendError, BackendUnavailable, FamilyNotFound, InvalidArgument,
                       NotACounter, TableDisabled, TableExists, TableNotFound)
-from ..specs import FOREVER, FamilySpec
+from ..schema.specs import FOREVER, FamilySpec
 from . import base
 from .base import Backend, split_column
 

@@ -9,7 +9,8 @@ from datetime import datetime, timezone
 
 import click
 
-from .. import expiry, jobs, rollup, scrutiny
+from ..jobs import expiry, rollup, scrutiny
+from ..jobs.runs import get_run, list_runs
 from ..backends import open_backend
 from ..errors import InvalidArgument
 from .common import echo_json, url_of
@@ -157,7 +158,7 @@ def _when(ms):
 def list_command(ctx, job, limit, as_json):
     """Runs, newest first: id, job, status, attempt, phase, start, end, error."""
     with open_backend(url_of(ctx)) as backend:
-        runs = jobs.list_runs(backend, job, limit)
+        runs = list_runs(backend, job, limit)
     if as_json:
         echo_json([run.to_dict() for run in runs])
         return
@@ -174,7 +175,7 @@ def list_command(ctx, job, limit, as_json):
 def show_command(ctx, run_id, as_json):
     """Everything recorded about one run, with its log."""
     with open_backend(url_of(ctx)) as backend:
-        run = jobs.get_run(backend, run_id)
+        run = get_run(backend, run_id)
     if as_json:
         echo_json(run.to_dict())
         return

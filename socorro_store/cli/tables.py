@@ -4,9 +4,9 @@ import sys
 
 import click
 
-from .. import admin
+from ..schema import table_admin as admin
 from ..backends import open_backend
-from ..schema import load_specs
+from ..schema.spec_loader import load_specs
 from .common import echo_json, url_of
 
 _specs_option = click.option("--specs", "spec_dir", type=click.Path(file_okay=False), default=None,

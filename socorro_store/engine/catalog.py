@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 
 from ..errors import TableExists, TableNotFound
-from ..specs import FamilySpec
+from ..schema.specs import FamilySpec
 
 BUSY_TIMEOUT_MS = 30000
 

@@ -28,7 +28,7 @@ import threading
 import time
 
 from ..errors import FamilyNotFound, InvalidArgument, NotACounter, TableDisabled
-from ..specs import FOREVER
+from ..schema.specs import FOREVER
 from . import codec
 from .catalog import COLUMN_MARKER, FAMILY_MARKER, Catalog, connect
 from .checkpointer import COMMIT_BYTES, TRIGGER_BYTES, Checkpointer

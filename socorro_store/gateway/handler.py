@@ -25,7 +25,7 @@ from thriftpy2.thrift import TApplicationException, TProcessor
 
 from ..errors import (BackendError, FamilyNotFound, NotACounter, TableDisabled, TableExists,
                       TableNotFound)
-from ..specs import FOREVER, FamilySpec
+from ..schema.specs import FOREVER, FamilySpec
 from .filter_parser import parse_filter
 from .filters import FilterError, PrefixFilter, WhileMatchFilter
 from .scanners import Scanner, ScannerRegistry

@@ -1,6 +1,6 @@
 """Roll-up: exact counters for closed intervals, recomputed from the crash rows, as puts.
 
-Live counters (:mod:`socorro_store.counters`) are fast but may drift: increments are never
+Live counters (:mod:`socorro_store.crashstore.counters`) are fast but may drift: increments are never
 retried, a process can die between writes, a reprocessed crash can count twice.  The roll-up makes
 them exact for every *closed* interval (one whose end is at or before the cutoff,
 ``min(until, now - grace)``, floored to the minute).
@@ -51,10 +51,11 @@ import hashlib
 import json
 from datetime import datetime, timedelta, timezone
 
-from . import counters, jobs
-from . import keys as K
-from .backends.base import RowMutation
-from .errors import InvalidArgument
+from ..crashstore import counters
+from . import runs
+from ..schema import keys as K
+from ..backends.base import RowMutation
+from ..errors import InvalidArgument
 
 JOB = "rollup"
 DEFAULT_GRACE_S = 3600
@@ -449,8 +450,8 @@ def earliest_submitted(backend):
 
 
 def _previous_cutoff(backend):
-    for run in jobs.list_runs(backend, JOB):
-        if run.status == jobs.SUCCEEDED and isinstance(run.result, dict) and run.result.get("cutoff"):
+    for run in runs.list_runs(backend, JOB):
+        if run.status == runs.SUCCEEDED and isinstance(run.result, dict) and run.result.get("cutoff"):
             return _from_iso(run.result["cutoff"])
     return None
 
@@ -541,7 +542,7 @@ def run_rollup(backend, until=None, grace_s=DEFAULT_GRACE_S, since=None, lookbac
 
     ``until``: ISO time or datetime (default now); ``grace_s``: seconds an interval must be over
     before it is closed; ``since``: recompute every day from this date.  Raises
-    :class:`~socorro_store.jobs.JobLeaseHeld` when another rollup runs.
+    :class:`~socorro_store.jobs.runs.JobLeaseHeld` when another rollup runs.
     """
     cutoff_of(until, grace_s, now)  # validate before the job starts
     if since is not None:
@@ -550,6 +551,6 @@ def run_rollup(backend, until=None, grace_s=DEFAULT_GRACE_S, since=None, lookbac
         raise InvalidArgument(f"lookback_days must be an int >= 0: {lookback_days!r}")
     params = {"until": _iso(K.parse_timestamp(until)) if until is not None else None, "grace_s": grace_s,
               "since": str(since) if since is not None else None}
-    run = jobs.run_job(backend, JOB, lambda ctx: rollup(ctx, backend, until, grace_s, since, lookback_days, now),
+    run = runs.run_job(backend, JOB, lambda ctx: rollup(ctx, backend, until, grace_s, since, lookback_days, now),
                        params=params, progress=progress, **job_options)
     return {**run.result, "run_id": run.run_id}

@@ -3,7 +3,7 @@
 Three queues, each a salted time index whose rows point at crashes (``ids:ooid``):
 
 =========  ==============================================  ====================================
-queue      table                                           row key (:mod:`socorro_store.keys`)
+queue      table                                           row key (:mod:`socorro_store.schema.keys`)
 =========  ==============================================  ====================================
 standard   crash_reports_index_unprocessed_flag            salt + submitted time + crash id
 legacy     crash_reports_index_legacy_unprocessed_flag     salt + submitted time + crash id
@@ -16,7 +16,7 @@ so it is first read with one scan over all buckets and sorted in memory: one sca
 sixteen (3 round trips instead of 48 on HBase's Thrift1).  A longer queue is read by merging the
 16 paged bucket scans with :func:`heapq.merge`.
 
-Claims live in one row, :data:`~socorro_store.keys.CLAIMS_ROW` of the unprocessed_flag table:
+Claims live in one row, :data:`~socorro_store.schema.keys.CLAIMS_ROW` of the unprocessed_flag table:
 a ``processor_state:<crash id>`` cell per claimed crash, whichever queue it came from (so a crash
 in both the standard and the legacy queue is processed once).  The cell is the crash's claim
 history: a sequence of msgpack maps ``{"processor": str, "claimed": ms, "expires": ms}``.  Its
@@ -47,9 +47,9 @@ import time
 
 import msgpack
 
-from .backends.base import RowMutation
-from .errors import InvalidArgument
-from .keys import (CLAIMS_ROW, COL_OOID, CRASH_REPORTS, LEGACY_UNPROCESSED_FLAG, PRIORITY_PREFIX, SALTS,
+from ..backends.base import RowMutation
+from ..errors import InvalidArgument
+from ..schema.keys import (CLAIMS_ROW, COL_OOID, CRASH_REPORTS, LEGACY_UNPROCESSED_FLAG, PRIORITY_PREFIX, SALTS,
                    UNPROCESSED_FLAG, claim_column, crash_row_key, time_index_order, time_index_range)
 
 #: queue name -> (table, row prefix before the salt)

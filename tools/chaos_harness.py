@@ -5,7 +5,7 @@ Shared by ``tests/test_durability.py`` / ``test_faults.py`` / ``test_load.py`` a
 * Workloads are deterministic: :func:`make_raw` builds crash ``i`` of a seed (id, submitted time,
   legacy flag, process type, dumps of varying sizes), :func:`processed_doc` the processed crash of
   a raw crash.  So the parent can recount what a store must hold without trusting it.
-* Child roles (``python -m socorro_store.chaos ROLE …``): ``writer`` saves crashes (and processes
+* Child roles (``python tools/chaos_harness.py ROLE …``): ``writer`` saves crashes (and processes
   some of them) and appends ``S <id> <latency µs>`` / ``P <id>`` to an acknowledgement file only
   after the call returned; ``processor`` takes crashes from the queue, reads them and saves them
   processed.  An error is logged as ``E <type> <message>`` (typed) or ``X <type> <message>``
@@ -29,8 +29,8 @@ import uuid
 import zlib
 from datetime import datetime, timedelta, timezone
 
-from . import keys as K
-from .errors import SocorroStoreError
+from socorro_store.errors import SocorroStoreError
+from socorro_store.schema import keys as K
 
 DAY = datetime(2016, 12, 31, tzinfo=timezone.utc)  # the last day of a year: one rollup closes
 UNTIL = "2017-01-01T00:00:00Z"                     # its minutes, hours, day, month and year
@@ -166,7 +166,7 @@ def _log_error(acks, exc):
 
 def run_writer(url, seed, start, count, ack_path, process_every=0, flush_ms=None):
     """Save crashes ``start..start+count`` of ``seed``; process every ``process_every``-th one."""
-    from .store import open_store
+    from socorro_store import open_store
 
     acks = AckLog(ack_path)
     try:
@@ -189,7 +189,7 @@ def run_writer(url, seed, start, count, ack_path, process_every=0, flush_ms=None
 
 def run_processor(url, ack_path, done_path, batch=20, name=None):
     """Take, read and process crashes until the queue is empty and ``done_path`` exists."""
-    from .store import open_store
+    from socorro_store import open_store
 
     acks = AckLog(ack_path)
     name = name or f"chaos-{os.getpid()}"
@@ -217,8 +217,8 @@ def run_processor(url, ack_path, done_path, batch=20, name=None):
 
 
 def spawn(role, *args):
-    """Start ``python -m socorro_store.chaos ROLE ARGS…``; return the Popen."""
-    return subprocess.Popen([sys.executable, "-m", "socorro_store.chaos", role, *map(str, args)],
+    """Start ``python tools/chaos_harness.py ROLE ARGS…``; return the Popen."""
+    return subprocess.Popen([sys.executable, os.path.abspath(__file__), role, *map(str, args)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -308,8 +308,8 @@ def check_store(url, workload, acks, reconcile=True):
     repair), missing_after / orphan_after (verify-indexes after ``--repair``), drift_before /
     drift_after (counter cells off before and after rollup), queue_drift_after.
     """
-    from . import rollup, scrutiny
-    from .store import open_store
+    from socorro_store.jobs import rollup, scrutiny
+    from socorro_store import open_store
 
     acked = [cid for cid, _ in acks["S"]]
     result = {"acknowledged": len(acked), "processed_acknowledged": len(acks["P"]),
@@ -374,7 +374,7 @@ def _present(backend, by_id):
 
 def integrity_problems(directory):
     """SQLite integrity problems of an engine directory (after its users are gone)."""
-    from .engine import Engine
+    from socorro_store.engine import Engine
 
     engine = Engine(str(directory))
     try:
@@ -395,7 +395,7 @@ def merge_acks(paths):
 
 def writer_kill_trial(directory, seed, count=400, rng=None, flush_ms=None):
     """Save crashes into ``embedded://directory`` in a child, SIGKILL it mid-ingest, reopen, check."""
-    from .store import open_store
+    from socorro_store import open_store
 
     rng = rng or random.Random(seed)
     url = f"embedded://{directory}"
@@ -417,7 +417,7 @@ def writer_kill_trial(directory, seed, count=400, rng=None, flush_ms=None):
 def gateway_kill_trial(directory, seed, count=400, writers=2, rng=None):
     """Ingest through a gateway with ``writers`` children, SIGKILL the gateway, restart it on the
     same directory, check through it; then stop it and check the SQLite files."""
-    from .store import open_store
+    from socorro_store import open_store
 
     rng = rng or random.Random(seed)
     gateway = Gateway(directory)
@@ -458,8 +458,8 @@ def fault_trial(directory, seed, count=150, rng=None, fault_rate=0.3, delay_s=0.
     that raised is not acknowledged.  Returns :func:`check_store`'s figures plus ``faults``,
     ``typed_errors`` and ``raw_errors``.
     """
-    from .faultproxy import FAULTS, FaultProxy
-    from .store import open_store
+    from faultproxy import FAULTS, FaultProxy
+    from socorro_store import open_store
 
     rng = rng or random.Random(seed)
     gateway = Gateway(directory)
@@ -508,7 +508,7 @@ def load_run(directory, crashes=20_000, collectors=4, processors=4, seed="load")
     root = os.path.dirname(os.path.abspath(str(directory)))
     done = os.path.join(root, "collectors-done")
     try:
-        from .store import open_store
+        from socorro_store import open_store
 
         with open_store(gateway.url()) as store:
             store.create_tables()
@@ -552,7 +552,7 @@ def load_run(directory, crashes=20_000, collectors=4, processors=4, seed="load")
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m socorro_store.chaos")
+    parser = argparse.ArgumentParser(prog="python tools/chaos_harness.py")
     sub = parser.add_subparsers(dest="role", required=True)
     w = sub.add_parser("writer")
     for name in ("url", "seed", "start", "count", "ack", "process_every", "flush_ms"):

@@ -51,11 +51,11 @@ interval) is counted once live, whatever the number of processors.
 
 import threading
 
-from .backends import Increment
-from .keys import (FAMILY_COUNTERS, METRICS, QUEUE_ROW, SIGNATURES, SIGNATURES_SEEN, counter_column,
+from ..backends import Increment
+from ..schema.keys import (FAMILY_COUNTERS, METRICS, QUEUE_ROW, SIGNATURES, SIGNATURES_SEEN, counter_column,
                    decode_counter, encode_counter, first_seen_cells, metrics_row, metrics_rows,
                    parse_metrics_row, signature_counter_columns, signature_row, validate_process_type)
-from .errors import InvalidArgument
+from ..errors import InvalidArgument
 
 QUEUE_COUNTERS = (
     "inserts_unprocessed", "deletes_unprocessed",

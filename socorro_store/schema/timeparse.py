@@ -1,12 +1,12 @@
 """Reading a time given by a caller: a datetime, a date or an ISO 8601 string, as aware UTC.
 
-A leaf module (like ``errors``): the key layouts (:mod:`socorro_store.keys`) format what this
+A leaf module (like ``errors``): the key layouts (:mod:`socorro_store.schema.keys`) format what this
 returns, and the domain modules accept the same inputs through it.
 """
 
 from datetime import date, datetime, timezone
 
-from .errors import InvalidArgument
+from ..errors import InvalidArgument
 
 
 def parse_timestamp(value, what="timestamp"):

@@ -8,7 +8,7 @@ Like Phoenix's IndexScrutinyTool: for each of the 7 index tables, every pointer 
 * MISSING — a crash row whose pointer is absent (a crash row without its queue pointer is a lost
             crash: repair re-queues it).
 
-Which pointers a crash row implies (layouts in :mod:`socorro_store.keys`):
+Which pointers a crash row implies (layouts in :mod:`socorro_store.schema.keys`):
 
 =========================================  ==============================================
 submitted_time                             always
@@ -30,10 +30,11 @@ just before the delete.  Memory: the expected pointers of every crash are held a
 import json
 import time
 
-from . import counters, jobs
-from . import keys as K
-from .backends.base import RowMutation
-from .errors import InvalidArgument
+from ..crashstore import counters
+from . import runs
+from ..schema import keys as K
+from ..backends.base import RowMutation
+from ..errors import InvalidArgument
 
 INDEX_TABLES = (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG, K.LEGACY_SUBMITTED_TIME,
                 K.HANG_ID, K.HANG_ID_SUBMITTED_TIME, K.SIGNATURE_OOID)
@@ -191,14 +192,14 @@ def run_verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S,
         ctx.add_counts(**{k: sum(t[k] for t in report.values()) for k in ("valid", "missing", "orphan")})
         return report
 
-    run = jobs.run_job(backend, "verify-indexes", body, params={"repair": repair}, resume=False, **job_options)
+    run = runs.run_job(backend, "verify-indexes", body, params={"repair": repair}, resume=False, **job_options)
     return run.result
 
 # -- queue sizes ----------------------------------------------------------------------------
 
 def count_queues(backend):
     """Pointers with a crash row in each unprocessed queue: ``{standard, legacy, priority}``."""
-    from .queue import QUEUES, merged_scan, with_crash_rows
+    from ..crashstore.queue import QUEUES, merged_scan, with_crash_rows
 
     sizes = {}
     for name, (table, prefix) in QUEUES.items():
@@ -232,6 +233,6 @@ def reconcile_queue(backend):
 
 
 def run_reconcile_queue(backend, **job_options):
-    run = jobs.run_job(backend, "reconcile-queue", lambda ctx: reconcile_queue(backend), resume=False,
+    run = runs.run_job(backend, "reconcile-queue", lambda ctx: reconcile_queue(backend), resume=False,
                        **job_options)
     return run.result

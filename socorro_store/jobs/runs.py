@@ -5,7 +5,7 @@ pid and cause of death; Spider's RUNNING / SUCCEEDED / FAILED / CANCELLED states
 and heartbeats; BDRE's restart from the last recoverable step; the IMPC crawler's one active
 session at a time and ordered phases.
 
-Rows (layouts in :mod:`socorro_store.keys`)::
+Rows (layouts in :mod:`socorro_store.schema.keys`)::
 
     run:<job>:<run id>   family ``run``: one column per field of :class:`JobRun` (text, decimal
                          ints, msgpack for checkpoint / counts / params / result); family ``log``:
@@ -44,9 +44,9 @@ from dataclasses import asdict, dataclass, field
 
 import msgpack
 
-from . import keys
-from .backends.base import RowMutation
-from .errors import InvalidArgument, SocorroStoreError
+from ..schema import keys
+from ..backends.base import RowMutation
+from ..errors import InvalidArgument, SocorroStoreError
 
 RUNNING, SUCCEEDED, FAILED, CANCELLED = "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"
 STATUSES = (RUNNING, SUCCEEDED, FAILED, CANCELLED)

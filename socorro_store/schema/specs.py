@@ -1,6 +1,6 @@
 """Table and family specs: the data types every layer shares (a leaf module, like errors.py).
 
-:mod:`socorro_store.schema` loads them from ``table_specs/*.toml``; backends create tables from
+:mod:`socorro_store.schema.spec_loader` loads them from ``table_specs/*.toml``; backends create tables from
 them; the engine and the gateway keep a family's attributes in a :class:`FamilySpec`.
 """
 

@@ -50,7 +50,7 @@ Columns (``family:qualifier``)::
                     processed_data:json, processed_data:signature
     time indexes    ids:ooid (the crash id)
     unprocessed_flag row ``~claims`` (:data:`CLAIMS_ROW`): processor_state:<crash id> -> the
-                    crash's claim history (msgpack maps, see :mod:`socorro_store.queue`)
+                    crash's claim history (msgpack maps, see :mod:`socorro_store.crashstore.queue`)
     hang_id         ids:ooid:<ProcessType> -> crash id; ids:paired (marker, pair counted once)
     hang_id_submitted_time   ids:ooid, ids:hang
     signature_ooid  ids:ooid
@@ -65,7 +65,7 @@ import re
 import struct
 from datetime import date, datetime, timedelta, timezone
 
-from .errors import InvalidArgument, InvalidCrashID
+from ..errors import InvalidArgument, InvalidCrashID
 from .specs import SALTS  # noqa: F401 - re-exported: the salt characters of every salted key
 from .timeparse import parse_timestamp  # noqa: F401 - re-exported: keys take the same time inputs
 

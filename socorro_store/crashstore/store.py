@@ -8,11 +8,11 @@ contract, so it runs on every backend.  Thread-safe: many processor threads may 
 from datetime import datetime, timezone
 
 from . import counters, crashes
-from . import keys as K
-from .admin import create_tables
-from .backends import RowMutation, open_backend
-from .backends.base import MAX_CELL_BYTES
-from .errors import InvalidArgument
+from ..schema import keys as K
+from ..schema.table_admin import create_tables
+from ..backends import RowMutation, open_backend
+from ..backends.base import MAX_CELL_BYTES
+from ..errors import InvalidArgument
 from .queue import DEFAULT_LEASE_SECONDS, take
 
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from . import counters
-from . import keys as K
-from .backends import RowMutation
-from .backends.base import MAX_CELL_BYTES
-from .errors import BackendError, BackendUnavailable, CrashIDNotFound, InvalidArgument
+from ..schema import keys as K
+from ..backends import RowMutation
+from ..backends.base import MAX_CELL_BYTES
+from ..errors import BackendError, BackendUnavailable, CrashIDNotFound, InvalidArgument
 from .queue import claims_of, merged_scan, owner_of, release_claims, with_crash_rows
 
 #: Socorro's default ``forbidden_keys``: removed by get_processed (dotted paths reach inside).

@@ -21,10 +21,10 @@ crash rows instead of summing columns that are gone.  The first-seen markers of 
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 
-from . import jobs
-from . import keys as K
-from .backends.base import RowMutation
-from .errors import InvalidArgument
+from . import runs
+from ..schema import keys as K
+from ..backends.base import RowMutation
+from ..errors import InvalidArgument
 from .rollup import COL_ROLLED_UP, COL_SIG_DAYS_EXPIRED, COL_SIG_MONTHS_EXPIRED
 
 
@@ -158,4 +158,4 @@ def run_expire(backend, retention=None, now=None, **job_options):
         ctx.set_phase("expire")
         return expire(backend, retention, now, heartbeat=ctx.heartbeat)
 
-    return jobs.run_job(backend, "expire", body, params=asdict(retention), resume=False, **job_options).result
+    return runs.run_job(backend, "expire", body, params=asdict(retention), resume=False, **job_options).result

@@ -5,8 +5,8 @@ Library functions behind ``socorro-store tables …``.  They speak only the back
 
 from dataclasses import dataclass, field
 
-from .errors import InvalidArgument, TableNotFound
-from .schema import compare, hbase_shell_ddl, load_specs
+from ..errors import InvalidArgument, TableNotFound
+from .spec_loader import compare, hbase_shell_ddl, load_specs
 
 
 @dataclass

@@ -23,7 +23,7 @@ import re
 import sys
 from pathlib import Path
 
-from .errors import SpecError
+from ..errors import SpecError
 from .specs import ATTRIBUTE_NAMES, FOREVER, SALTS, FamilySpec, TableSpec, family_from_attributes
 
 __all__ = ["FOREVER", "SALTS", "COMPRESSIONS", "FamilySpec", "TableSpec", "family_from_attributes",
@@ -51,9 +51,9 @@ _TABLE_KEYS = {"name": str, "salted": bool, "description": str, "addition": bool
 
 def default_spec_dir():
     """Where the shipped specs are: ``table_specs/`` beside the package, else the installed copy."""
-    here = Path(__file__).resolve().parent
-    checkout = here.parent / "table_specs"
-    return checkout if checkout.is_dir() else here / "table_specs"
+    package = Path(__file__).resolve().parent.parent
+    checkout = package.parent / "table_specs"
+    return checkout if checkout.is_dir() else package / "table_specs"
 
 
 def load_spec_file(path):

@@ -6,9 +6,8 @@
         store.save_raw_crash(raw_crash, {"upload_file_minidump": dump}, crash_id)
 """
 
-from .errors import (BackendUnavailable, CrashIDNotFound, InvalidArgument, InvalidCrashID,
-                     SocorroStoreError)
 from .crashstore.store import CrashStore, open_store
+from .errors import BackendUnavailable, CrashIDNotFound, InvalidArgument, InvalidCrashID, SocorroStoreError
 
 __all__ = ["open_store", "CrashStore", "SocorroStoreError", "CrashIDNotFound", "InvalidCrashID",
            "InvalidArgument", "BackendUnavailable"]

@@ -18,8 +18,8 @@ import time
 import uuid
 from datetime import datetime, timedelta, timezone
 
-from .schema import keys as K
 from .crashstore.store import open_store
+from .schema import keys as K
 
 PRODUCTS = [("Firefox", 0.70), ("Fenix", 0.15), ("Thunderbird", 0.08), ("Focus", 0.07)]
 CHANNELS = [("release", 0.75), ("beta", 0.12), ("nightly", 0.06), ("esr", 0.05), ("aurora", 0.02)]

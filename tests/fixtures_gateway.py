@@ -7,7 +7,6 @@ is stopped with SIGTERM at the end of the session.
 """
 
 import pytest
-
 from chaos_harness import Gateway as GatewayProcess
 
 

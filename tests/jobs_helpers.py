@@ -5,8 +5,9 @@ import random
 import uuid
 from datetime import datetime, timedelta, timezone
 
-from socorro_store.schema import keys as K
 from chaos_harness import live_counters  # noqa: F401 - shared with the tests
+
+from socorro_store.schema import keys as K
 
 START = datetime(2016, 12, 30, 22, 0, tzinfo=timezone.utc)   # spans two days, a month and a year end
 UNTIL = "2017-01-02T00:00:00Z"                               # closes 2016 (and its month); 2017-01 stays open

@@ -12,13 +12,12 @@ import time
 import warnings
 
 import pytest
-
 from conftest import isolated_url
-from socorro_store.schema import table_admin as admin
+
 from socorro_store.backends import open_backend
 from socorro_store.backends.base import Increment, RowMutation
-from socorro_store.errors import (BackendUnavailable, FamilyNotFound, InvalidArgument, NotACounter,
-                                  TableNotFound)
+from socorro_store.errors import BackendUnavailable, FamilyNotFound, InvalidArgument, NotACounter, TableNotFound
+from socorro_store.schema import table_admin as admin
 from socorro_store.schema.specs import FOREVER, FamilySpec, TableSpec
 
 bigtable_data = pytest.importorskip("google.cloud.bigtable.data",

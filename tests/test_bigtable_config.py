@@ -3,10 +3,10 @@
 import os
 import stat
 
-import pytest
-
 import fixtures_bigtable
+import pytest
 from conftest import isolated_url
+
 from socorro_store.backends import open_backend
 from socorro_store.backends.base import RowMutation
 from socorro_store.errors import ConfigError

@@ -4,8 +4,8 @@ Every error test also checks that nothing was written (no table created, no cell
 """
 
 import pytest
-
 from contract_helpers import all_rows, counter, put, spec
+
 from socorro_store.backends.base import Increment, RowMutation
 from socorro_store.errors import FamilyNotFound, TableExists, TableNotFound
 from socorro_store.schema.specs import FOREVER, FamilySpec

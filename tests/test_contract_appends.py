@@ -3,8 +3,8 @@
 import threading
 
 import pytest
-
 from contract_helpers import all_rows, put, spec
+
 from socorro_store.errors import FamilyNotFound, InvalidArgument
 
 

@@ -3,8 +3,8 @@
 import threading
 
 import pytest
-
 from contract_helpers import all_rows, counter, now_ms, put, skip_if, spec
+
 from socorro_store.backends.base import MAX_CELL_BYTES, MAX_ROW_KEY, Increment, RowMutation
 from socorro_store.errors import InvalidArgument, NotACounter
 

@@ -1,9 +1,8 @@
 """Contract: deletes of columns, families and rows; delete markers; puts before deletes (§4, §8)."""
 
 import pytest
+from contract_helpers import HOUR_MS, NO_DELETE_MARKERS, all_rows, delete, now_ms, put, skip_if, spec
 
-from contract_helpers import (HOUR_MS, NO_DELETE_MARKERS, all_rows, delete, now_ms, put, skip_if,
-                              spec)
 from socorro_store.backends.base import RowMutation
 
 

@@ -3,8 +3,8 @@
 import time
 
 import pytest
-
 from contract_helpers import HOUR_MS, all_rows, counter, now_ms, put, skip_if, spec
+
 from socorro_store.backends.base import RowMutation
 from socorro_store.schema.specs import FamilySpec
 

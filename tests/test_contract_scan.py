@@ -1,8 +1,8 @@
 """Contract: unsigned row order and scans (start/stop/prefix/reverse/limit/columns/paging, §6)."""
 
 import pytest
-
 from contract_helpers import all_rows, delete, now_ms, put, spec
+
 from socorro_store.backends.base import RowMutation
 from socorro_store.errors import InvalidArgument
 

@@ -41,8 +41,8 @@ def test_background_flush(embedded_url):
     with open_store(embedded_url, counter_flush_ms=20) as store:
         store.create_tables()
         ingest(store, specs)
-        store.counter_buffer._thread.join(0.5)  # let the flusher run a few times
-        assert store.counter_buffer._pending == {}
+        store.live_counters.buffer._thread.join(0.5)  # let the flusher run a few times
+        assert store.live_counters.buffer._pending == {}
         metrics, _sigs = live_counters(store.backend)
         assert metrics
 
@@ -52,8 +52,8 @@ def test_lost_buffer_is_repaired_by_rollup(embedded_url):
     store = open_store(embedded_url, counter_flush_ms=3_600_000)
     store.create_tables()
     ingest(store, specs)
-    store.counter_buffer._pending.clear()  # the process died before the flush
-    store.counter_buffer.close()
+    store.live_counters.buffer._pending.clear()  # the process died before the flush
+    store.live_counters.buffer.close()
     store.backend.close()
     with open_store(embedded_url) as store:
         run_rollup(store.backend, until=UNTIL, since="2016-12-30")

@@ -10,9 +10,8 @@ version.
 
 import random
 
-import pytest
-
 import chaos_harness as chaos
+import pytest
 
 
 def _assert_survived(result):
@@ -44,9 +43,9 @@ def test_gateway_sigkill_loses_no_acknowledged_crash(tmp_path, trial):
 
 def test_check_store_notices_a_lost_crash(tmp_path):
     """The check can fail: an acknowledged crash deleted behind the store's back counts as lost."""
-    from socorro_store.schema import keys as K
     from socorro_store.backends import RowMutation
     from socorro_store.crashstore.store import open_store
+    from socorro_store.schema import keys as K
 
     url = f"embedded://{tmp_path / 'store'}"
     with open_store(url) as store:

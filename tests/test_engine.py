@@ -16,8 +16,7 @@ import threading
 import pytest
 
 from socorro_store.backends import RowMutation, open_backend
-from socorro_store.engine import Engine
-from socorro_store.engine import codec
+from socorro_store.engine import Engine, codec
 from socorro_store.errors import FamilyNotFound, TableExists
 from socorro_store.schema.specs import FamilySpec, TableSpec
 

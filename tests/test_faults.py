@@ -12,13 +12,13 @@ import random
 import socket
 import uuid
 
-import pytest
-
 import chaos_harness as chaos
-from socorro_store.schema import keys as K
+import pytest
+from faultproxy import FAULTS, FaultProxy
+
 from socorro_store.backends import Increment, RowMutation, open_backend
 from socorro_store.errors import BackendUnavailable
-from faultproxy import FAULTS, FaultProxy
+from socorro_store.schema import keys as K
 from socorro_store.schema.specs import FamilySpec, TableSpec
 
 RETRIES = 2

@@ -17,13 +17,12 @@ import socket
 import struct
 import sys
 
+import chaos_harness as chaos
 import happybase
 import pytest
 from thriftpy2.protocol import TBinaryProtocol, TCompactProtocol
 from thriftpy2.thrift import TClient
 from thriftpy2.transport import TMemoryBuffer
-
-import chaos_harness as chaos
 
 Hbase_thrift = sys.modules["Hbase_thrift"]
 INPUTS = int(os.environ.get("SOCORRO_FUZZ_GATEWAY_INPUTS", "60"))

@@ -3,9 +3,8 @@
 import struct
 
 import pytest
-from thriftpy2.thrift import TApplicationException
-
 from gateway_helpers import Hbase_thrift, conn, gateway, table  # noqa: F401 - fixtures
+from thriftpy2.thrift import TApplicationException
 
 
 def test_versions_and_read_timestamps_select_strictly_older(table):

@@ -1,9 +1,8 @@
 """Gateway, happybase level: scans (ranges, prefixes, reverse, limits, batching) and filters."""
 
 import pytest
-from thriftpy2.thrift import TApplicationException
-
 from gateway_helpers import Hbase_thrift, conn, gateway, table  # noqa: F401 - fixtures
+from thriftpy2.thrift import TApplicationException
 
 
 @pytest.fixture

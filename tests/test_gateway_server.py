@@ -8,11 +8,10 @@ import threading
 
 import happybase
 import pytest
-from thriftpy2.thrift import TApplicationException
-from thriftpy2.transport import TTransportException
-
 from fixtures_gateway import GatewayProcess
 from gateway_helpers import Hbase_thrift, conn, connect, gateway, table  # noqa: F401 - fixtures
+from thriftpy2.thrift import TApplicationException
+from thriftpy2.transport import TTransportException
 
 
 def test_admin_calls(conn):

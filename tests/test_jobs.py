@@ -8,11 +8,11 @@ import sys
 import msgpack
 import pytest
 
+from socorro_store.backends import open_backend
+from socorro_store.errors import InvalidArgument
 from socorro_store.jobs import runs as jobs
 from socorro_store.schema import keys
 from socorro_store.schema.table_admin import create_tables
-from socorro_store.backends import open_backend
-from socorro_store.errors import InvalidArgument
 
 
 @pytest.fixture
@@ -216,10 +216,10 @@ def test_cli_jobs_commands(embedded_url):
     import json
 
     from click.testing import CliRunner
+    from jobs_helpers import UNTIL, ingest, make_crashes
 
     from socorro_store import open_store
     from socorro_store.cli import main
-    from jobs_helpers import UNTIL, ingest, make_crashes
 
     with open_store(embedded_url) as store:
         store.create_tables()

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from socorro_store.schema import keys as K
 from socorro_store.errors import InvalidArgument, InvalidCrashID
+from socorro_store.schema import keys as K
 
 HEX = "0123456789abcdef"
 

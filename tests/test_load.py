@@ -6,9 +6,8 @@ processed exactly once, 0 errors, nothing lost, counters exact after a rollup.  
 latency and the gateway's peak RSS are printed (figures, not assertions).
 """
 
-import pytest
-
 import chaos_harness as chaos
+import pytest
 
 
 def _check(result, crashes):

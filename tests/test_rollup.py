@@ -1,15 +1,14 @@
 """Roll-up: corrupted counters become exact, reruns change nothing, resume, single run, expiry."""
 
 import pytest
+from jobs_helpers import UNTIL, expected_counters, ingest, live_counters, make_crashes
 
 from socorro_store import open_store
+from socorro_store.backends import Increment, RowMutation
+from socorro_store.errors import InvalidArgument
 from socorro_store.jobs import rollup
 from socorro_store.jobs import runs as jobs
 from socorro_store.schema import keys as K
-from socorro_store.backends import Increment, RowMutation
-from socorro_store.errors import InvalidArgument
-
-from jobs_helpers import UNTIL, expected_counters, ingest, live_counters, make_crashes
 
 
 @pytest.fixture

@@ -1,15 +1,14 @@
 """verify-indexes (VALID / MISSING / ORPHAN per index table, --repair) and reconcile-queue."""
 
 import pytest
+from jobs_helpers import ingest, make_crashes
 
 from socorro_store import open_store
-from socorro_store.jobs import scrutiny
-from socorro_store.jobs import runs as jobs
-from socorro_store.schema import keys as K
 from socorro_store.backends import Increment, RowMutation
 from socorro_store.errors import InvalidArgument
-
-from jobs_helpers import ingest, make_crashes
+from socorro_store.jobs import runs as jobs
+from socorro_store.jobs import scrutiny
+from socorro_store.schema import keys as K
 
 
 @pytest.fixture

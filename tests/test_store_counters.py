@@ -3,12 +3,11 @@
 from datetime import timedelta
 
 import pytest
+from store_helpers import BASE_TIME, crash_id, processed, raw_crash
 
 from socorro_store import open_store
-from socorro_store.schema import keys as K
 from socorro_store.crashstore.counters import coalesce, submit_increments
-
-from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+from socorro_store.schema import keys as K
 
 LEVEL_ROWS = ["2016", "2016-09", "2016-09-18", "2016-09-18T12", "2016-09-18T12:00"]
 
@@ -129,7 +128,6 @@ def test_first_seen_is_exact_under_concurrent_processors(embedded_url):
 def test_a_failed_counter_update_does_not_fail_a_stored_crash(embedded_url, monkeypatch):
     """The crash is stored before its counters: a counter failure is logged, not raised, so the
     caller does not retry the save (which would count it twice); rollup repairs the count."""
-    from socorro_store.crashstore import crashes as crash_module
     from socorro_store.errors import BackendUnavailable
 
     with open_store(embedded_url) as store:
@@ -140,9 +138,9 @@ def test_a_failed_counter_update_does_not_fail_a_stored_crash(embedded_url, monk
             raise BackendUnavailable("injected: increment reply lost")
 
         monkeypatch.setattr(store.backend, "increment_many", unavailable)
-        before = crash_module.COUNTER_FAILURES["increments"]
+        before = store.live_counters.failures["increments"]
         store.save_raw_crash(raw_crash(cid), {"upload_file_minidump": b"MDMP"}, cid)
-        assert crash_module.COUNTER_FAILURES["increments"] > before
+        assert store.live_counters.failures["increments"] > before
         monkeypatch.undo()
         assert store.get_raw_dump(cid) == b"MDMP"
         assert list(store.new_crashes()) == [cid]
@@ -150,7 +148,6 @@ def test_a_failed_counter_update_does_not_fail_a_stored_crash(embedded_url, monk
 
 
 def test_a_failed_first_seen_detection_keeps_the_plain_counters(embedded_url, monkeypatch):
-    from socorro_store.crashstore import crashes as crash_module
     from socorro_store.errors import BackendUnavailable
 
     with open_store(embedded_url) as store:
@@ -163,9 +160,9 @@ def test_a_failed_first_seen_detection_keeps_the_plain_counters(embedded_url, mo
             raise BackendUnavailable("injected: append reply lost")
 
         monkeypatch.setattr(store.backend, "append_many", unavailable)
-        before = crash_module.COUNTER_FAILURES["detections"]
+        before = store.live_counters.failures["detections"]
         store.save_processed(processed(cid, signature="sig"))
-        assert crash_module.COUNTER_FAILURES["detections"] == before + 1
+        assert store.live_counters.failures["detections"] == before + 1
         assert sum(store.get_signature_counters("sig").values()) == 4  # hour, day, month, year
         assert store.queue_sizes()["standard"] == 0
         assert "unique_crash_signatures" not in store.get_metrics("2016")  # for rollup to repair

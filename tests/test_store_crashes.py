@@ -5,12 +5,11 @@ import time
 from datetime import timedelta
 
 import pytest
+from store_helpers import BASE_TIME, all_rows, crash_id, processed, raw_crash
 
 from socorro_store import CrashIDNotFound, InvalidArgument, InvalidCrashID, open_store
-from socorro_store.schema import keys as K
 from socorro_store.backends import RowMutation
-
-from store_helpers import BASE_TIME, all_rows, crash_id, processed, raw_crash
+from socorro_store.schema import keys as K
 
 
 @pytest.fixture

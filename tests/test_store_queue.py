@@ -9,14 +9,13 @@ from datetime import timedelta
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store_helpers import BASE_TIME, crash_id, processed, raw_crash
 
 from socorro_store import BackendUnavailable, InvalidArgument, open_store
-from socorro_store.schema import keys as K
-from socorro_store.crashstore import queue
 from socorro_store.backends import RowMutation
+from socorro_store.crashstore import queue
 from socorro_store.jobs.scrutiny import reconcile_queue
-
-from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+from socorro_store.schema import keys as K
 
 
 @pytest.fixture

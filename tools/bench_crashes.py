@@ -30,12 +30,13 @@ import uuid
 from datetime import datetime, timezone
 
 from bench_common import isolated
-from socorro_store.schema import keys as K
+
 from socorro_store.backends import RowMutation, open_backend
 from socorro_store.crashstore.counters import oop_counter, throttle_counter
 from socorro_store.crashstore.crashes import prepare_processed, prepare_raw
-from socorro_store.demo import synthetic_crashes
 from socorro_store.crashstore.store import CrashStore
+from socorro_store.demo import synthetic_crashes
+from socorro_store.schema import keys as K
 
 DAY = datetime(2016, 9, 18, tzinfo=timezone.utc).date()
 

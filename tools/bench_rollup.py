@@ -25,11 +25,12 @@ import time
 from datetime import datetime, timedelta, timezone
 
 from bench_common import isolated
-from socorro_store.schema import keys as K
+
 from socorro_store import open_store
-from socorro_store.jobs import rollup
 from socorro_store.backends.base import RowMutation
 from socorro_store.demo import Zipf, signature_names, synthetic_crashes
+from socorro_store.jobs import rollup
+from socorro_store.schema import keys as K
 
 START = datetime(2016, 9, 1, tzinfo=timezone.utc)
 COUNTER_TABLES = (K.METRICS, K.SIGNATURES)

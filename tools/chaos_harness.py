@@ -308,8 +308,8 @@ def check_store(url, workload, acks, reconcile=True):
     repair), missing_after / orphan_after (verify-indexes after ``--repair``), drift_before /
     drift_after (counter cells off before and after rollup), queue_drift_after.
     """
-    from socorro_store.jobs import rollup, scrutiny
     from socorro_store import open_store
+    from socorro_store.jobs import rollup, scrutiny
 
     acked = [cid for cid, _ in acks["S"]]
     result = {"acknowledged": len(acked), "processed_acknowledged": len(acks["P"]),
@@ -459,6 +459,7 @@ def fault_trial(directory, seed, count=150, rng=None, fault_rate=0.3, delay_s=0.
     ``typed_errors`` and ``raw_errors``.
     """
     from faultproxy import FAULTS, FaultProxy
+
     from socorro_store import open_store
 
     rng = rng or random.Random(seed)

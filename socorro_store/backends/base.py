@@ -33,6 +33,7 @@ import collections
 import threading
 from dataclasses import dataclass, field
 
+from ..checks import is_int
 from ..errors import InvalidArgument
 
 MAX_ROW_KEY = 32767
@@ -240,7 +241,7 @@ def check_row_key(row):
 def check_timestamp(timestamp):
     if timestamp is None:
         return
-    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+    if not is_int(timestamp):
         raise InvalidArgument(f"timestamp must be an int (ms), not {type(timestamp).__name__}")
     if timestamp < 0:
         raise InvalidArgument("Timestamp cannot be negative")
@@ -275,7 +276,7 @@ def check_cells_args(row, column, versions, timestamp):
     check_row_key(row)
     check_column(column)
     check_timestamp(timestamp)
-    if versions is not None and (isinstance(versions, bool) or not isinstance(versions, int) or versions < 1):
+    if versions is not None and (not is_int(versions) or versions < 1):
         raise InvalidArgument("versions must be an int >= 1")
 
 
@@ -355,13 +356,13 @@ def check_increment(inc):
         raise InvalidArgument(f"expected Increment, got {type(inc).__name__}")
     check_row_key(inc.row)
     check_column(inc.column)
-    if isinstance(inc.amount, bool) or not isinstance(inc.amount, int) or not -(2**63) <= inc.amount < 2**63:
+    if not is_int(inc.amount) or not -(2**63) <= inc.amount < 2**63:
         raise InvalidArgument("increment amount must be a 64-bit int")
 
 
 def check_scan_numbers(limit, page_size):
     for name, value in (("limit", limit), ("page_size", page_size)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        if value is not None and (not is_int(value) or value < 1):
             raise InvalidArgument(f"{name} must be a positive int")
 
 

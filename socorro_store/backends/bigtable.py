@@ -40,21 +40,36 @@ from google.api_core import exceptions as gexc
 from google.api_core import retry as gretry
 from google.auth import exceptions as auth_exc
 from google.cloud import bigtable as bigtable_admin
-from google.cloud.bigtable_admin_v2 import types as admin_types
-from google.cloud.bigtable.data import (BigtableDataClient, DeleteAllFromFamily, DeleteAllFromRow,
-                                        DeleteRangeFromColumn, ReadRowsQuery, RowMutationEntry,
-                                        SetCell)
+from google.cloud.bigtable.data import (
+    BigtableDataClient,
+    DeleteAllFromFamily,
+    DeleteAllFromRow,
+    DeleteRangeFromColumn,
+    ReadRowsQuery,
+    RowMutationEntry,
+    SetCell,
+)
 from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup, RetryExceptionGroup
 from google.cloud.bigtable.data.read_modify_write_rules import AppendValueRule, IncrementRule
+from google.cloud.bigtable_admin_v2 import types as admin_types
 
-from ..errors import (BackendError, BackendUnavailable, ConfigError, FamilyNotFound, InvalidArgument,
-                      NotACounter, SocorroStoreError, TableExists, TableNotFound)
+from ..errors import (
+    BackendError,
+    BackendUnavailable,
+    ConfigError,
+    FamilyNotFound,
+    InvalidArgument,
+    NotACounter,
+    SocorroStoreError,
+    TableExists,
+    TableNotFound,
+)
 from ..schema.specs import SALTS
 from . import base
 from . import bigtable_support as bts
+from .base import Backend, split_column
 from .bigtable_scan import Scan, limited
 from .bigtable_support import now_ms
-from .base import Backend, split_column
 
 _COUNTER = struct.Struct(">q")
 EMULATOR_ENV = "BIGTABLE_EMULATOR_HOST"

@@ -1,5 +1,6 @@
 """The embedded backend: the contract on the in-process engine (``embedded://DIR``)."""
 
+import errno
 import functools
 import inspect
 import sqlite3
@@ -9,11 +10,35 @@ from ..errors import BackendError, BackendUnavailable
 from . import base
 from .base import Backend, split_column
 
+# SQLite's primary result codes (the low byte of an extended code) that a retry can outlive:
+# another connection holds a lock, or the file could not be opened or read just now.
+_TRANSIENT_SQLITE = {5: "SQLITE_BUSY", 6: "SQLITE_LOCKED", 10: "SQLITE_IOERR", 14: "SQLITE_CANTOPEN",
+                     15: "SQLITE_PROTOCOL"}
+# Messages of those codes, for an error raised without a code (Python < 3.11).
+_TRANSIENT_MESSAGES = ("database is locked", "database table is locked", "disk i/o error",
+                       "unable to open database file", "locking protocol")
+# OS errors no retry fixes: a full disk, a read-only file system, a permission refused.
+_PERMANENT_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM}
+
 
 def _typed(exc):
-    """The contract's error for a SQLite or OS error of the engine."""
+    """The contract's error for a SQLite or OS error of the engine.
+
+    ``BackendUnavailable`` says "retry later": only for what a retry can outlive (a lock held
+    elsewhere, a file that could not be opened or read).  Everything else, corruption
+    ("database disk image is malformed", "file is not a database") and a full disk among it,
+    is a ``BackendError``: retrying would only repeat it.
+    """
     text = str(exc)
-    if isinstance(exc, OSError) or "locked" in text or "busy" in text or "disk" in text:
+    if isinstance(exc, OSError):
+        transient = exc.errno not in _PERMANENT_ERRNOS
+    else:
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code is not None:
+            transient = (code & 0xFF) in _TRANSIENT_SQLITE
+        else:
+            transient = text.lower().startswith(_TRANSIENT_MESSAGES)
+    if transient:
         return BackendUnavailable(f"embedded store unavailable: {type(exc).__name__}: {text}")
     return BackendError(f"embedded store error: {type(exc).__name__}: {text}")
 

@@ -19,16 +19,23 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import happybase
+import Hbase_thrift as thrift  # noqa: E402  (module registered by importing happybase)
 from thriftpy2.thrift import TApplicationException, TException
 from thriftpy2.transport import TTransportException
 
-from ..errors import (BackendError, BackendUnavailable, FamilyNotFound, InvalidArgument,
-                      NotACounter, TableDisabled, TableExists, TableNotFound)
+from ..errors import (
+    BackendError,
+    BackendUnavailable,
+    FamilyNotFound,
+    InvalidArgument,
+    NotACounter,
+    TableDisabled,
+    TableExists,
+    TableNotFound,
+)
 from ..schema.specs import FOREVER, FamilySpec
 from . import base
 from .base import Backend, split_column
-
-import Hbase_thrift as thrift  # noqa: E402  (module registered by importing happybase)
 
 _TRANSIENT = (TTransportException, socket.error, OSError, happybase.NoConnectionsAvailable)
 _COMPRESSION_NAMES = {"NONE": "NONE", "GZ": "GZ", "LZO": "LZO", "SNAPPY": "SNAPPY", "LZ4": "LZ4",

@@ -4,27 +4,15 @@ Each command is one library call.  Long jobs draw a progress bar on stderr (not 
 A job already running elsewhere: the command says who holds the lease and exits 2.
 """
 
-import re
 from datetime import datetime, timezone
 
 import click
 
+from ..backends import open_backend
 from ..jobs import expiry, rollup, scrutiny
 from ..jobs.runs import get_run, list_runs
-from ..backends import open_backend
-from ..errors import InvalidArgument
+from ..schema.timeparse import parse_duration
 from .common import echo_json, url_of
-
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(text):
-    """``90``, ``90s``, ``15m``, ``1h``, ``2d`` -> seconds."""
-    match = _DURATION.match(text.strip()) if isinstance(text, str) else None
-    if not match:
-        raise InvalidArgument(f"bad duration {text!r}: expected e.g. 90s, 15m, 1h, 2d")
-    return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 def _progress(as_json):

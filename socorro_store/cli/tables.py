@@ -4,8 +4,8 @@ import sys
 
 import click
 
-from ..schema import table_admin as admin
 from ..backends import open_backend
+from ..schema import table_admin as admin
 from ..schema.spec_loader import load_specs
 from .common import echo_json, url_of
 

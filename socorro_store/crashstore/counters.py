@@ -49,14 +49,32 @@ interval row; the one append that gets back only its own byte counts the pair.  
 interval) is counted once live, whatever the number of processors.
 """
 
+import collections
+import logging
 import threading
 
 from ..backends import Increment
-from ..schema.keys import (FAMILY_COUNTERS, METRICS, QUEUE_ROW, SIGNATURES, SIGNATURES_SEEN, counter_column,
-                   decode_counter, encode_counter, first_seen_cells, metrics_row, metrics_rows,
-                   parse_metrics_row, signature_counter_columns, signature_row, validate_process_type)
-from ..errors import InvalidArgument
+from ..checks import is_int
+from ..errors import BackendError, BackendUnavailable, InvalidArgument
+from ..schema.keys import (
+    FAMILY_COUNTERS,
+    METRICS,
+    QUEUE_ROW,
+    SIGNATURES,
+    SIGNATURES_SEEN,
+    counter_column,
+    decode_counter,
+    encode_counter,
+    first_seen_cells,
+    metrics_row,
+    metrics_rows,
+    parse_metrics_row,
+    signature_counter_columns,
+    signature_row,
+    validate_process_type,
+)
 
+log = logging.getLogger(__name__)
 QUEUE_COUNTERS = (
     "inserts_unprocessed", "deletes_unprocessed",
     "inserts_unprocessed_priority", "deletes_unprocessed_priority",
@@ -178,7 +196,7 @@ def first_seen(backend, pairs):
 
 def active_installations_put(product, day, count):
     """``(row, {column: value})`` for the daily ``<product>_active_installations`` metric."""
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+    if not is_int(count) or count < 0:
         raise InvalidArgument(f"active installations must be a non-negative int: {count!r}")
     if not isinstance(product, str) or not product:
         raise InvalidArgument(f"product must be a non-empty string: {product!r}")
@@ -234,7 +252,7 @@ class CounterBuffer:
     """
 
     def __init__(self, backend, flush_ms):
-        if isinstance(flush_ms, bool) or not isinstance(flush_ms, int) or flush_ms < 1:
+        if not is_int(flush_ms) or flush_ms < 1:
             raise InvalidArgument("counter_flush_ms must be a positive int")
         self.backend = backend
         self.flush_s = flush_ms / 1000
@@ -280,3 +298,47 @@ class CounterBuffer:
             self._stop.set()
             self._thread.join()
         self.flush()
+
+
+class LiveCounters:
+    """Where a store sends its live counter increments, and its tally of what could not be sent.
+
+    One per :class:`~socorro_store.crashstore.store.CrashStore`.  ``flush_ms`` puts a
+    :class:`CounterBuffer` between the store and the backend.  :meth:`send` is called once the
+    crash rows and pointers of a save are stored, so a backend failure here is logged and tallied
+    in :attr:`failures` (``"increments"``: cells not counted, ``"detections"``: failed hang-pair
+    or first-seen checks), never raised: a caller retrying the whole save would count the crash
+    twice (increments are never replayed).  The next ``rollup`` recomputes the lost counts.
+    """
+
+    def __init__(self, backend, flush_ms=None):
+        self.backend = backend
+        self.buffer = CounterBuffer(backend, flush_ms) if flush_ms is not None else None
+        self.failures = collections.Counter()
+        self._failures_lock = threading.Lock()
+
+    def send(self, increments, detect=None):
+        """Send ``increments`` plus those ``detect()`` returns, in one call."""
+        if detect is not None:
+            try:  # a failed detection (hang pairs, first-seen) must not cost the plain counters
+                increments = increments + detect()
+            except (BackendUnavailable, BackendError) as exc:
+                self._tally("detections", 1)
+                log.warning("pair / first-seen detection failed (the next rollup repairs it): %s", exc)
+        try:
+            (self.buffer or self.backend).increment_many(coalesce(increments))
+        except (BackendUnavailable, BackendError) as exc:
+            self._tally("increments", len(increments))
+            log.warning("counters not updated (the next rollup repairs them): %s", exc)
+
+    def _tally(self, kind, n):
+        with self._failures_lock:
+            self.failures[kind] += n
+
+    def flush(self):
+        """Send buffered increments now; the number of cells sent (0 without a buffer)."""
+        return self.buffer.flush() if self.buffer is not None else 0
+
+    def close(self):
+        if self.buffer is not None:
+            self.buffer.close()

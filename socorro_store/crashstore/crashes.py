@@ -15,19 +15,19 @@ writes nothing in any table.  One mutate per table touched, whatever the batch s
 batch is split only beyond :data:`MAX_BATCH_BYTES`).
 """
 
-import collections
 import json
-import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
-from . import counters
-from ..schema import keys as K
 from ..backends import RowMutation
 from ..backends.base import MAX_CELL_BYTES
-from ..errors import BackendError, BackendUnavailable, CrashIDNotFound, InvalidArgument
+from ..checks import is_int
+from ..errors import CrashIDNotFound, InvalidArgument
+from ..schema import keys as K
+from ..schema.crash_facts import process_type_of
+from . import counters
 from .queue import claims_of, merged_scan, owner_of, release_claims, with_crash_rows
 
 #: Socorro's default ``forbidden_keys``: removed by get_processed (dotted paths reach inside).
@@ -38,9 +38,6 @@ DEFAULT_FORBIDDEN_KEYS = (
     "upload_file_minidump_browser.json_dump.sensitive",
 )
 MAX_BATCH_BYTES = 32 * 1024 * 1024
-#: Increments this process could not send (see :func:`_send_counters`); rollup repairs them.
-COUNTER_FAILURES = collections.Counter()
-log = logging.getLogger(__name__)
 _STATE_COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_PROCESSED_AT, K.COL_HANG, K.COL_SIGNATURE]
 
 
@@ -91,7 +88,7 @@ def _legacy_flag(raw_crash):
         return None
     if isinstance(value, str) and value.strip() in ("0", "1", "2"):
         return int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1, 2):
+    if is_int(value) and value in (0, 1, 2):
         return value
     raise InvalidArgument(f"legacy_processing must be 0, 1 or 2: {value!r}")
 
@@ -107,7 +104,7 @@ def prepare_raw(raw_crash, dumps, crash_id, max_cell_bytes=MAX_CELL_BYTES):
         raise InvalidArgument(f"raw crash {crash_id} has no submitted_timestamp")
     submitted = K.parse_timestamp(raw_crash["submitted_timestamp"], "submitted_timestamp")
     legacy = _legacy_flag(raw_crash)
-    process_type = raw_crash.get("ProcessType") or "default"
+    process_type = process_type_of(raw_crash)
     K.validate_process_type(process_type)
     hang_id = raw_crash.get("HangID") or None
     if hang_id is not None:
@@ -177,10 +174,10 @@ def _chunks(mutations, limit=MAX_BATCH_BYTES):
         yield chunk
 
 
-def write_raw(backend, crashes, counter_sink=None):
+def write_raw(backend, crashes, live_counters):
     """Write prepared raw crashes: pointers, crash rows, hang-pair check, one increment call.
 
-    ``counter_sink`` receives the increments (default: the backend; see ``CounterBuffer``).
+    ``live_counters`` (a :class:`counters.LiveCounters`) receives the increments.
     """
     index = {t: [] for t in (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG,
                              K.LEGACY_SUBMITTED_TIME, K.HANG_ID, K.HANG_ID_SUBMITTED_TIME)}
@@ -206,27 +203,7 @@ def write_raw(backend, crashes, counter_sink=None):
     for crash in crashes:
         increments += counters.submit_increments(crash.submitted, crash.legacy, crash.process_type)
     hangs = [c for c in crashes if c.hang_id is not None]
-    _send_counters(backend, counter_sink, increments, lambda: _new_hang_pairs(backend, hangs))
-
-
-def _send_counters(backend, sink, increments, more=None):
-    """Send a save's counter increments (plus those ``more()`` detects) in one call.
-
-    By now the crash rows and pointers are stored: a backend failure here is logged and counted
-    in :data:`COUNTER_FAILURES`, not raised, because a caller retrying the whole save would count
-    the crash twice (increments are never replayed).  The next ``rollup`` recomputes the counts.
-    """
-    if more is not None:
-        try:  # a failed detection (hang pairs, first-seen) must not cost the plain counters
-            increments = increments + more()
-        except (BackendUnavailable, BackendError) as exc:
-            COUNTER_FAILURES["detections"] += 1
-            log.warning("pair / first-seen detection failed (the next rollup repairs it): %s", exc)
-    try:
-        (sink or backend).increment_many(counters.coalesce(increments))
-    except (BackendUnavailable, BackendError) as exc:
-        COUNTER_FAILURES["increments"] += len(increments)
-        log.warning("counters not updated (the next rollup repairs them): %s", exc)
+    live_counters.send(increments, lambda: _new_hang_pairs(backend, hangs))
 
 
 def _new_hang_pairs(backend, crashes):
@@ -274,7 +251,7 @@ def read_states(backend, crash_ids):
     return states
 
 
-def write_processed(backend, crashes, counter_sink=None):
+def write_processed(backend, crashes, live_counters):
     """Write prepared processed crashes; :class:`CrashIDNotFound` (nothing written) for an unknown one."""
     states = read_states(backend, [c.crash_id for c in crashes])
     sig_puts, crash_rows, stale = [], [], []
@@ -327,10 +304,10 @@ def write_processed(backend, crashes, counter_sink=None):
     backend.mutate_rows(K.UNPROCESSED_FLAG, [release_claims([c.crash_id for c in crashes])])
     if stale:
         backend.mutate_rows(K.SIGNATURE_OOID, stale)
-    _send_counters(backend, counter_sink, increments, lambda: counters.first_seen(backend, fresh))
+    live_counters.send(increments, lambda: counters.first_seen(backend, fresh))
 
 
-def enqueue_priority(backend, crash_ids, now, counter_sink=None):
+def enqueue_priority(backend, crash_ids, now, live_counters):
     """Queue crashes for (re)processing: pointer rows first, then ``flags:priority_processing``.
 
     A crash that already has a pending priority request keeps it (no duplicate row).  The flag is
@@ -362,7 +339,7 @@ def enqueue_priority(backend, crash_ids, now, counter_sink=None):
                                                      for cid in ours])
     queued = len(todo) - len(lost)
     if queued:
-        _send_counters(backend, counter_sink, counters.queue_increments(inserts_unprocessed_priority=queued))
+        live_counters.send(counters.queue_increments(inserts_unprocessed_priority=queued))
     return queued
 
 # -- reads -----------------------------------------------------------------------------------

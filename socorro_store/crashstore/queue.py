@@ -48,9 +48,21 @@ import time
 import msgpack
 
 from ..backends.base import RowMutation
+from ..checks import is_int, is_number
 from ..errors import InvalidArgument
-from ..schema.keys import (CLAIMS_ROW, COL_OOID, CRASH_REPORTS, LEGACY_UNPROCESSED_FLAG, PRIORITY_PREFIX, SALTS,
-                   UNPROCESSED_FLAG, claim_column, crash_row_key, time_index_order, time_index_range)
+from ..schema.keys import (
+    CLAIMS_ROW,
+    COL_OOID,
+    CRASH_REPORTS,
+    LEGACY_UNPROCESSED_FLAG,
+    PRIORITY_PREFIX,
+    SALTS,
+    UNPROCESSED_FLAG,
+    claim_column,
+    crash_row_key,
+    time_index_order,
+    time_index_range,
+)
 
 #: queue name -> (table, row prefix before the salt)
 QUEUES = {
@@ -167,9 +179,9 @@ def take(backend, limit=None, queue="standard", processor_id=None, lease_seconds
     iterating may leave up to :data:`CLAIM_GROUP` crashes claimed until their lease expires.
     """
     table, prefix = queue_table(queue)
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+    if limit is not None and (not is_int(limit) or limit < 0):
         raise InvalidArgument(f"limit must be a non-negative int or None: {limit!r}")
-    if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, (int, float)) or not lease_seconds > 0:
+    if not is_number(lease_seconds) or not lease_seconds > 0:
         raise InvalidArgument(f"lease_seconds must be a positive number: {lease_seconds!r}")
     if processor_id is None:
         processor_id = default_processor_id()

@@ -7,12 +7,13 @@ contract, so it runs on every backend.  Thread-safe: many processor threads may 
 
 from datetime import datetime, timezone
 
-from . import counters, crashes
-from ..schema import keys as K
-from ..schema.table_admin import create_tables
 from ..backends import RowMutation, open_backend
 from ..backends.base import MAX_CELL_BYTES
+from ..checks import is_int
 from ..errors import InvalidArgument
+from ..schema import keys as K
+from ..schema.table_admin import create_tables
+from . import counters, crashes
 from .queue import DEFAULT_LEASE_SECONDS, take
 
 
@@ -38,20 +39,20 @@ class CrashStore:
     dump over it is refused before anything is written.
     ``counter_flush_ms``: coalesce counter increments in memory and flush them as one call this
     often (and on close); None sends them with each save.  See :class:`counters.CounterBuffer`
-    for the loss window (the next ``rollup`` repairs it).
+    for the loss window (the next ``rollup`` repairs it).  ``live_counters.failures`` tallies the
+    increments this store could not send (see :class:`counters.LiveCounters`).
     """
 
     def __init__(self, backend, forbidden_keys=crashes.DEFAULT_FORBIDDEN_KEYS, max_cell_bytes=MAX_CELL_BYTES,
                  counter_flush_ms=None):
-        if isinstance(max_cell_bytes, bool) or not isinstance(max_cell_bytes, int) or not 0 < max_cell_bytes <= MAX_CELL_BYTES:
+        if not is_int(max_cell_bytes) or not 0 < max_cell_bytes <= MAX_CELL_BYTES:
             raise InvalidArgument(f"max_cell_bytes must be an int in 1..{MAX_CELL_BYTES}")
         if isinstance(forbidden_keys, str):
             forbidden_keys = [k.strip() for k in forbidden_keys.split(",") if k.strip()]
         self.backend = backend
         self.forbidden_keys = tuple(forbidden_keys)
         self.max_cell_bytes = max_cell_bytes
-        self.counter_buffer = (counters.CounterBuffer(backend, counter_flush_ms)
-                               if counter_flush_ms is not None else None)
+        self.live_counters = counters.LiveCounters(backend, counter_flush_ms)
 
     def __enter__(self):
         return self
@@ -61,14 +62,13 @@ class CrashStore:
 
     def close(self):
         try:
-            if self.counter_buffer is not None:
-                self.counter_buffer.close()
+            self.live_counters.close()
         finally:
             self.backend.close()
 
     def flush_counters(self):
         """Send coalesced counter increments now (a no-op without ``counter_flush_ms``)."""
-        return self.counter_buffer.flush() if self.counter_buffer is not None else 0
+        return self.live_counters.flush()
 
     def create_tables(self):
         """Create the tables from the specs (like ``tables create``); returns the report."""
@@ -86,7 +86,7 @@ class CrashStore:
         """
         prepared = [crashes.prepare_raw(raw, dumps, cid, self.max_cell_bytes) for raw, dumps, cid in items]
         if prepared:
-            crashes.write_raw(self.backend, prepared, self.counter_buffer)
+            crashes.write_raw(self.backend, prepared, self.live_counters)
         return len(prepared)
 
     def save_processed(self, processed_crash):
@@ -96,7 +96,7 @@ class CrashStore:
     def save_processed_crashes(self, processed_crashes):
         prepared = [crashes.prepare_processed(p, self.max_cell_bytes) for p in processed_crashes]
         if prepared:
-            crashes.write_processed(self.backend, prepared, self.counter_buffer)
+            crashes.write_processed(self.backend, prepared, self.live_counters)
         return len(prepared)
 
     # -- reading -----------------------------------------------------------------------------
@@ -131,7 +131,7 @@ class CrashStore:
         """Ask for (re)processing of existing crashes; returns how many were queued."""
         if isinstance(crash_ids, str):
             crash_ids = [crash_ids]
-        return crashes.enqueue_priority(self.backend, crash_ids, datetime.now(timezone.utc), self.counter_buffer)
+        return crashes.enqueue_priority(self.backend, crash_ids, datetime.now(timezone.utc), self.live_counters)
 
     # -- queries -----------------------------------------------------------------------------
     def crashes_submitted(self, start, end):

@@ -23,8 +23,7 @@ import zlib
 import thriftpy2
 from thriftpy2.thrift import TApplicationException, TProcessor
 
-from ..errors import (BackendError, FamilyNotFound, NotACounter, TableDisabled, TableExists,
-                      TableNotFound)
+from ..errors import BackendError, FamilyNotFound, NotACounter, TableDisabled, TableExists, TableNotFound
 from ..schema.specs import FOREVER, FamilySpec
 from .filter_parser import parse_filter
 from .filters import FilterError, PrefixFilter, WhileMatchFilter

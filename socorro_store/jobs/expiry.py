@@ -21,10 +21,11 @@ crash rows instead of summing columns that are gone.  The first-seen markers of 
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 
-from . import runs
-from ..schema import keys as K
 from ..backends.base import RowMutation
+from ..checks import is_int
 from ..errors import InvalidArgument
+from ..schema import keys as K
+from . import runs
 from .rollup import COL_ROLLED_UP, COL_SIG_DAYS_EXPIRED, COL_SIG_MONTHS_EXPIRED
 
 
@@ -41,7 +42,7 @@ class Retention:
 
     def __post_init__(self):
         for name, value in asdict(self).items():
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if not is_int(value) or value < 0:
                 raise InvalidArgument(f"retention {name} must be an int >= 0: {value!r}")
         if self.metrics_hour_days < self.metrics_minute_days:
             raise InvalidArgument("retention metrics_hour_days must be >= metrics_minute_days "

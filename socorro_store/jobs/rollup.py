@@ -51,11 +51,13 @@ import hashlib
 import json
 from datetime import datetime, timedelta, timezone
 
-from ..crashstore import counters
-from . import runs
-from ..schema import keys as K
 from ..backends.base import RowMutation
+from ..checks import is_int, is_number
+from ..crashstore import counters
 from ..errors import InvalidArgument
+from ..schema import keys as K
+from ..schema.crash_facts import process_type_of
+from . import runs
 
 JOB = "rollup"
 DEFAULT_GRACE_S = 3600
@@ -80,7 +82,7 @@ def is_derived(name):
 
 def cutoff_of(until=None, grace_s=DEFAULT_GRACE_S, now=None):
     """End of the closed intervals: ``min(until, now - grace)``, floored to the minute."""
-    if isinstance(grace_s, bool) or not isinstance(grace_s, (int, float)) or grace_s < 0:
+    if not is_number(grace_s) or grace_s < 0:
         raise InvalidArgument(f"grace must be a number of seconds >= 0: {grace_s!r}")
     now = K.parse_timestamp(now, "now") if now is not None else datetime.now(UTC)
     cutoff = now - timedelta(seconds=grace_s)
@@ -115,12 +117,7 @@ class Tally:
 def _crash_facts(crash_id, cells):
     submitted = K.parse_key_timestamp(cells[K.COL_SUBMITTED])
     legacy = cells.get(K.COL_LEGACY)
-    process_type = "default"
-    if K.COL_META in cells:
-        try:
-            process_type = json.loads(cells[K.COL_META]).get("ProcessType") or "default"
-        except (ValueError, AttributeError):
-            pass
+    process_type = process_type_of(cells.get(K.COL_META, b"{}"))
     processed = cells.get(K.COL_PROCESSED) == b"Y"
     signature, error = None, False
     if processed:
@@ -547,7 +544,7 @@ def run_rollup(backend, until=None, grace_s=DEFAULT_GRACE_S, since=None, lookbac
     cutoff_of(until, grace_s, now)  # validate before the job starts
     if since is not None:
         K.parse_timestamp(since, "since")
-    if isinstance(lookback_days, bool) or not isinstance(lookback_days, int) or lookback_days < 0:
+    if not is_int(lookback_days) or lookback_days < 0:
         raise InvalidArgument(f"lookback_days must be an int >= 0: {lookback_days!r}")
     params = {"until": _iso(K.parse_timestamp(until)) if until is not None else None, "grace_s": grace_s,
               "since": str(since) if since is not None else None}

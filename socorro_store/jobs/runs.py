@@ -44,9 +44,10 @@ from dataclasses import asdict, dataclass, field
 
 import msgpack
 
-from ..schema import keys
 from ..backends.base import RowMutation
+from ..checks import is_int, is_number
 from ..errors import InvalidArgument, SocorroStoreError
+from ..schema import keys
 
 RUNNING, SUCCEEDED, FAILED, CANCELLED = "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"
 STATUSES = (RUNNING, SUCCEEDED, FAILED, CANCELLED)
@@ -290,7 +291,7 @@ def start_run(backend, job, params=None, lease_ttl_s=DEFAULT_LEASE_TTL_S, resume
     Raises :class:`JobLeaseHeld` (nothing written) when a live run holds the lease.
     """
     keys.validate_job_name(job)
-    if isinstance(lease_ttl_s, bool) or not isinstance(lease_ttl_s, (int, float)) or lease_ttl_s <= 0:
+    if not is_number(lease_ttl_s) or lease_ttl_s <= 0:
         raise InvalidArgument(f"lease_ttl_s must be a positive number: {lease_ttl_s!r}")
     try:  # params must be storable before anything is written
         msgpack.packb(params, use_bin_type=True)
@@ -349,10 +350,10 @@ def run_job(backend, job, fn, params=None, *, max_attempts=3, backoff_s=2.0, bac
     Returns the SUCCEEDED :class:`JobRun`.  Raises :class:`JobLeaseHeld` if another live run holds
     the lease, :class:`JobFailed` (``__cause__`` = the last error) when every attempt failed.
     """
-    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+    if not is_int(max_attempts) or max_attempts < 1:
         raise InvalidArgument(f"max_attempts must be a positive int: {max_attempts!r}")
     for name, value in (("backoff_s", backoff_s), ("backoff_max_s", backoff_max_s)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        if not is_number(value) or value < 0:
             raise InvalidArgument(f"{name} must be a number >= 0: {value!r}")
     for attempt in range(1, max_attempts + 1):
         ctx = start_run(backend, job, params, lease_ttl_s, resume, clock, progress)
@@ -384,7 +385,7 @@ def list_runs(backend, job=None, limit=None):
     Run keys of one job sort by start time, so one job's runs are a reverse scan that stops at
     ``limit``; all jobs' runs are every run row, sorted here.
     """
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+    if limit is not None and (not is_int(limit) or limit < 1):
         raise InvalidArgument(f"limit must be a positive int: {limit!r}")
     prefix = keys.job_run_prefix(job)
     if job is not None:

@@ -27,14 +27,15 @@ their crash row, so a young orphan may be a save in flight).  Each orphan's cras
 just before the delete.  Memory: the expected pointers of every crash are held at once.
 """
 
-import json
 import time
 
-from ..crashstore import counters
-from . import runs
-from ..schema import keys as K
 from ..backends.base import RowMutation
+from ..checks import is_number
+from ..crashstore import counters
 from ..errors import InvalidArgument
+from ..schema import keys as K
+from ..schema.crash_facts import process_type_of
+from . import runs
 
 INDEX_TABLES = (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG, K.LEGACY_SUBMITTED_TIME,
                 K.HANG_ID, K.HANG_ID_SUBMITTED_TIME, K.SIGNATURE_OOID)
@@ -62,12 +63,7 @@ def expected_pointers(crash_id, cells):
         out[K.LEGACY_SUBMITTED_TIME] = {(key, K.COL_OOID): ooid}
     hang = cells.get(K.COL_HANG)
     if hang:
-        process_type = "default"
-        try:
-            process_type = json.loads(cells.get(K.COL_META, b"{}")).get("ProcessType") or "default"
-        except (ValueError, AttributeError):
-            pass
-        column = K.hang_column(process_type)
+        column = K.hang_column(process_type_of(cells.get(K.COL_META, b"{}")))
         out[K.HANG_ID] = {(hang, column): {column: crash_id.encode("ascii")}}
         out[K.HANG_ID_SUBMITTED_TIME] = {(key, K.COL_OOID): {**ooid, K.COL_HANG: hang}}
     if processed and K.COL_SIGNATURE in cells:
@@ -90,7 +86,7 @@ def verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, hea
 
     Returns ``{table: {"valid", "missing", "orphan", "repaired_missing", "deleted_orphans"}}``.
     """
-    if isinstance(orphan_age_s, bool) or not isinstance(orphan_age_s, (int, float)) or orphan_age_s < 0:
+    if not is_number(orphan_age_s) or orphan_age_s < 0:
         raise InvalidArgument(f"orphan_age_s must be a number >= 0: {orphan_age_s!r}")
     expected = {table: {} for table in INDEX_TABLES}
     for n, (_row, cells) in enumerate(backend.scan(K.CRASH_REPORTS, columns=_COLUMNS, page_size=500)):
@@ -183,7 +179,7 @@ def _delete_orphans(backend, table, orphans):
 
 def run_verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, **job_options):
     """Run :func:`verify_indexes` as job ``verify-indexes`` (one live run, recorded)."""
-    if isinstance(orphan_age_s, bool) or not isinstance(orphan_age_s, (int, float)) or orphan_age_s < 0:
+    if not is_number(orphan_age_s) or orphan_age_s < 0:
         raise InvalidArgument(f"orphan_age_s must be a number >= 0: {orphan_age_s!r}")
 
     def body(ctx):

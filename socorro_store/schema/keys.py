@@ -65,6 +65,7 @@ import re
 import struct
 from datetime import date, datetime, timedelta, timezone
 
+from ..checks import is_int
 from ..errors import InvalidArgument, InvalidCrashID
 from .specs import SALTS  # noqa: F401 - re-exported: the salt characters of every salted key
 from .timeparse import parse_timestamp  # noqa: F401 - re-exported: keys take the same time inputs
@@ -513,7 +514,7 @@ _COUNTER = struct.Struct(">q")
 
 def encode_counter(value):
     """8-byte big-endian signed integer, as HBase stores counters."""
-    if isinstance(value, bool) or not isinstance(value, int) or not -(2**63) <= value < 2**63:
+    if not is_int(value) or not -(2**63) <= value < 2**63:
         raise InvalidArgument(f"counter value must be a 64-bit int: {value!r}")
     return _COUNTER.pack(value)
 

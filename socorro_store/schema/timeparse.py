@@ -1,9 +1,11 @@
-"""Reading a time given by a caller: a datetime, a date or an ISO 8601 string, as aware UTC.
+"""Reading a time given by a caller: a datetime, a date or an ISO 8601 string, as aware UTC;
+and a duration (``90s``, ``15m``, ``1h``, ``2d``) as seconds.
 
 A leaf module (like ``errors``): the key layouts (:mod:`socorro_store.schema.keys`) format what this
 returns, and the domain modules accept the same inputs through it.
 """
 
+import re
 from datetime import date, datetime, timezone
 
 from ..errors import InvalidArgument
@@ -35,3 +37,15 @@ def parse_timestamp(value, what="timestamp"):
         return moment.astimezone(timezone.utc)
     except OverflowError:  # e.g. 0001-01-01T00:00+01:00 is before datetime.min in UTC
         raise InvalidArgument(f"{what} is out of range in UTC: {value!r}") from None
+
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
+_DURATION_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text):
+    """Seconds (a float) from ``90``, ``90s``, ``15m``, ``1h`` or ``2d``; InvalidArgument otherwise."""
+    match = _DURATION.match(text.strip()) if isinstance(text, str) else None
+    if not match:
+        raise InvalidArgument(f"bad duration {text!r}: expected e.g. 90s, 15m, 1h, 2d")
+    return float(match.group(1)) * _DURATION_UNITS[match.group(2)]

@@ -12,8 +12,11 @@ A read happens in two steps inside one read transaction (so both see the same sn
    by rowid and decoded.
 
 So a value that a read does not return (another column, an older version, an expired cell) is
-never loaded nor decompressed.  :class:`ReadStats` counts what the reads examined and loaded,
-so tests and benchmarks can check it.
+never loaded nor decompressed.  When no stored cell of the columns read can lose (no read time
+range, no TTL, and the read's ``versions`` at least the families' VERSIONS, which puts already
+prune to), the keys and values come in one query instead: the same cells are loaded, and a
+whole-row scan stays as fast as a one-step read.  :class:`ReadStats` counts what the reads
+examined and loaded, so tests and benchmarks can check it.
 """
 
 import threading
@@ -63,25 +66,26 @@ def family_clauses(select):
 
 def get_rows(conn, info, rows, select, timestamp, versions, ts_now, stats):
     """``[(row, cells)]`` for ``rows`` in request order; rows with no visible cell omitted."""
+    cols = _columns(info, select, timestamp, versions)
     with _snapshot(conn):
-        winners = []  # (row, [(fam, qual, ts, rowid)])
-        examined = 0
+        winners = []  # (row, [(fam, qual, ts, rowid | value)])
+        examined, loaded = 0, [0]
         for row in rows:
             keys = []
             if select is None:
-                keys = conn.execute("SELECT fam, qual, ts, rowid FROM cells WHERE row=? "
+                keys = conn.execute(f"SELECT fam, qual, ts, {cols} FROM cells WHERE row=? "
                                     "ORDER BY fam, qual, ts DESC", (row,)).fetchall()
             else:
                 # One indexed seek per family: an OR of families would walk the whole row.
                 for clause, args in family_clauses(select):
                     keys.extend(conn.execute(
-                        f"SELECT fam, qual, ts, rowid FROM cells WHERE row=? AND {clause} "
+                        f"SELECT fam, qual, ts, {cols} FROM cells WHERE row=? AND {clause} "
                         "ORDER BY fam, qual, ts DESC", (row, *args)))
             examined += len(keys)
-            cells = _visible(info, keys, timestamp, versions, ts_now)
+            cells = _visible(info, keys, timestamp, versions, ts_now, loaded)
             if cells:
                 winners.append((row, cells))
-        out = _with_values(conn, winners, stats)
+        out = _with_values(conn, winners, stats, loaded)
     stats.add(examined, 0, 0)
     return out
 
@@ -89,29 +93,41 @@ def get_rows(conn, info, rows, select, timestamp, versions, ts_now, stats):
 def scan_page(conn, info, first, last, select, timestamp, versions, ts_now, stats):
     """``[(row, cells)]`` of the rows in ``[first, last]`` (ascending), rows with no visible
     cell omitted."""
+    cols = _columns(info, select, timestamp, versions)
     where, args = "row >= ? AND row <= ?", [first, last]
     if select is not None:
-        where += " AND (" + " OR ".join(f"({c})" for c, _a in family_clauses(select)) + ")"
-        for _c, a in family_clauses(select):
-            args.extend(a)
+        clauses = family_clauses(select)
+        where += " AND (" + " OR ".join(f"({clause})" for clause, _args in clauses) + ")"
+        for _clause, clause_args in clauses:
+            args.extend(clause_args)
     with _snapshot(conn):
-        cur = conn.execute(f"SELECT row, fam, qual, ts, rowid FROM cells WHERE {where} "
+        cur = conn.execute(f"SELECT row, fam, qual, ts, {cols} FROM cells WHERE {where} "
                            "ORDER BY row, fam, qual, ts DESC", args)
-        winners, examined, current, keys = [], 0, None, None
-        grouped = []
-        for row, fam, qual, ts, rowid in cur:
-            examined += 1
-            if row != current:
-                current, keys = row, []
-                grouped.append((bytes(row), keys))
-            keys.append((fam, qual, ts, rowid))
+        grouped, current, keys = [], None, None
+        for cell in cur:
+            if cell[0] != current:
+                current, keys = cell[0], []
+                grouped.append((bytes(current), keys))
+            keys.append(cell)
+        examined = sum(len(keys) for _row, keys in grouped)
+        winners, loaded = [], [0]
         for row, keys in grouped:
-            cells = _visible(info, keys, timestamp, versions, ts_now)
+            cells = _visible(info, keys, timestamp, versions, ts_now, loaded, at=1)
             if cells:
                 winners.append((row, cells))
-        out = _with_values(conn, winners, stats)
+        out = _with_values(conn, winners, stats, loaded)
     stats.add(examined, 0, 0)
     return out
+
+
+def _columns(info, select, timestamp, versions):
+    """What to select beside the keys: ``codec, value`` when every stored cell of the families
+    read is returned (so loading them at once loads nothing extra), else ``rowid``."""
+    families = info.families if select is None else [f for f in select if f in info.families]
+    if timestamp is None and all(info.families[f].ttl >= FOREVER and versions >= info.families[f].versions
+                                 for f in families):
+        return "codec, value"
+    return "rowid"
 
 
 class _snapshot:
@@ -127,13 +143,15 @@ class _snapshot:
         self.conn.execute("COMMIT")
 
 
-def _visible(info, keys, timestamp, versions, ts_now):
+def _visible(info, keys, timestamp, versions, ts_now, loaded, at=0):
     """Apply the read time range, TTL and versions to one row's keys (sorted by family,
-    qualifier, newest first): the winners ``[(fam, qual, ts, rowid)]``."""
+    qualifier, newest first; each key's family is at index ``at``).  The winners come back as
+    ``(fam, qual, ts, rowid)``, or decoded ``(fam, qual, ts, value)`` when the key query
+    brought ``codec, value`` (their stored bytes then add to ``loaded[0]``)."""
     out = []
     last, seen = None, 0
-    for fam, qual, ts, rowid in keys:
-        fam, qual = bytes(fam), bytes(qual)
+    for cell in keys:
+        fam, qual, ts = bytes(cell[at]), bytes(cell[at + 1]), cell[at + 2]
         spec = info.families.get(fam)
         if spec is None:  # a dropped family's cells linger until compaction
             continue
@@ -147,21 +165,31 @@ def _visible(info, keys, timestamp, versions, ts_now):
         seen += 1
         if seen > min(versions, spec.versions):
             continue
-        out.append((fam, qual, ts, rowid))
+        if len(cell) - at == 4:
+            out.append((fam, qual, ts, cell[at + 3]))
+        else:
+            loaded[0] += len(cell[at + 4])
+            out.append((fam, qual, ts, codec.decode(cell[at + 3], cell[at + 4])))
     return out
 
 
-def _with_values(conn, winners, stats):
-    """Replace each winner's rowid by its decoded value (read by rowid, a few hundred a query)."""
-    rowids = [cell[3] for _row, cells in winners for cell in cells]
-    values, nbytes = {}, 0
+def _with_values(conn, winners, stats, loaded):
+    """The winners with decoded values: read by rowid (a few hundred a query) unless the
+    key query brought them (``loaded``: their stored bytes)."""
+    rowids = [cell[3] for _row, cells in winners for cell in cells if isinstance(cell[3], int)]
+    values, nbytes, count = {}, loaded[0], 0
     for i in range(0, len(rowids), _IN_CHUNK):
         chunk = rowids[i:i + _IN_CHUNK]
         for rowid, cell_codec, stored in conn.execute(
                 f"SELECT rowid, codec, value FROM cells WHERE rowid IN ({','.join('?' * len(chunk))})",
                 chunk):
-            nbytes += len(stored)
             values[rowid] = codec.decode(cell_codec, stored)
-    stats.add(0, len(values), nbytes)
-    return [(row, [(fam, qual, ts, values[rowid]) for fam, qual, ts, rowid in cells])
-            for row, cells in winners]
+            nbytes += len(stored)
+    out = []
+    for row, cells in winners:
+        if values:  # rowids, not values (one read never mixes the two)
+            cells = [(fam, qual, ts, values[rowid]) for fam, qual, ts, rowid in cells]
+        count += len(cells)
+        out.append((row, cells))
+    stats.add(0, count, nbytes)
+    return out

@@ -3,7 +3,7 @@
 import threading
 
 import pytest
-from contract_helpers import all_rows, counter, now_ms, put, skip_if, spec
+from contract_helpers import HOUR_MS, all_rows, counter, now_ms, put, skip_if, spec
 
 from socorro_store.backends.base import MAX_CELL_BYTES, MAX_ROW_KEY, Increment, RowMutation
 from socorro_store.errors import InvalidArgument, NotACounter
@@ -55,6 +55,48 @@ def test_increment_keeps_one_visible_cell_in_a_one_version_family(backend, t):
 def test_increment_of_expired_counter_starts_at_zero(backend, backend_kind, t):
     put(backend, t, b"r", {b"ttl:n": counter(100)}, timestamp=now_ms() - 60_000)
     assert backend.increment(t, b"r", b"ttl:n", 1) == 1
+
+
+# -- the equal-timestamp rule (issue 15) --------------------------------------------------------
+# An increment is a read plus a put at max(old ts, now).  A cell stamped an hour ahead stands for
+# "the same millisecond" deterministically: every write below lands on that one timestamp.
+
+_HBASE2_STAMPS = ("HBase 2 stamps an increment max(old ts + 1, now) (reference §5), so it adds a "
+                  "version after the stored one instead of replacing it")
+
+
+def test_increment_in_the_stored_millisecond_replaces_the_version(backend, backend_kind, t):
+    skip_if(backend_kind, "hbase-docker", _HBASE2_STAMPS)
+    ts = now_ms() + HOUR_MS
+    put(backend, t, b"r", {b"cf:n": counter(5)}, timestamp=ts)
+    assert backend.increment(t, b"r", b"cf:n") == 6
+    assert backend.get_cells(t, b"r", b"cf:n") == [(counter(6), ts)]  # 3-version family: one cell
+
+
+def test_counter_set_then_increment_in_one_millisecond_counts_from_the_set(backend, backend_kind, t):
+    """happybase's counter_set is a put: in the increment's millisecond it replaces the counter,
+    so the next increment returns 1, not old + 1."""
+    skip_if(backend_kind, "hbase-docker", _HBASE2_STAMPS)
+    ts = now_ms() + HOUR_MS
+    put(backend, t, b"r", {b"one:n": counter(0), b"cf:n": counter(0)}, timestamp=ts)
+    for _ in range(3):
+        assert backend.increment(t, b"r", b"one:n", 7) == 7
+        assert backend.increment(t, b"r", b"cf:n", 7) == 7
+        put(backend, t, b"r", {b"one:n": counter(0), b"cf:n": counter(0)}, timestamp=ts)  # counter_set
+    assert backend.increment(t, b"r", b"one:n") == 1
+    assert backend.increment(t, b"r", b"cf:n") == 1
+    assert backend.get_cells(t, b"r", b"cf:n") == [(counter(1), ts)]
+
+
+def test_server_time_counter_set_then_increment_returns_one(backend, backend_kind, t):
+    """The same at server time: a set right after increments (often in their millisecond) is
+    never hidden behind them."""
+    skip_if(backend_kind, "hbase-docker", _HBASE2_STAMPS)
+    for _ in range(50):
+        backend.increment(t, b"r", b"one:n")
+        backend.increment(t, b"r", b"one:n")
+        put(backend, t, b"r", {b"one:n": counter(0)})
+        assert backend.increment(t, b"r", b"one:n") == 1
 
 
 @pytest.mark.parametrize("value", [b"", b"abc", b"1234567", b"123456789", b"\x00" * 16])

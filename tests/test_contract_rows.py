@@ -134,6 +134,18 @@ def test_same_timestamp_rewrite_last_wins(backend, t):
     assert backend.get_cells(t, b"r", b"cf:q") == [(b"second", 10)]
 
 
+def test_same_timestamp_rewrite_last_wins_in_every_family_kind(backend, t):
+    """The equal-timestamp rule at server time too: a put in the millisecond of the stored
+    version replaces it (one version, compressed or not), never sits beside or behind it."""
+    ts = now_ms() + HOUR_MS  # explicit: both puts land in one millisecond, whatever the clock
+    big = b"x" * 4096  # compressible: stored zlib'd in the compressed family
+    put(backend, t, b"r", {b"cf:q": b"first", b"one:q": b"first", b"z:q": big}, timestamp=ts)
+    put(backend, t, b"r", {b"cf:q": b"second", b"one:q": b"second", b"z:q": b"small"}, timestamp=ts)
+    assert backend.get_cells(t, b"r", b"cf:q") == [(b"second", ts)]
+    assert backend.get_row(t, b"r", include_timestamp=True) == {
+        b"cf:q": (b"second", ts), b"one:q": (b"second", ts), b"z:q": (b"small", ts)}
+
+
 def test_explicit_older_timestamp_does_not_replace_newer(backend, t):
     put(backend, t, b"r", {b"cf:q": b"new"}, timestamp=20)
     put(backend, t, b"r", {b"cf:q": b"older"}, timestamp=10)

@@ -1,6 +1,7 @@
 """Gateway, happybase level: versions, timestamps, deletes, counters and the atomic calls."""
 
 import struct
+import time
 
 import pytest
 from gateway_helpers import Hbase_thrift, conn, gateway, table  # noqa: F401 - fixtures
@@ -63,6 +64,29 @@ def test_counters_are_8_byte_big_endian(table):
         table.counter_inc(b"r", b"cf:text")
     assert b"Field is not a long" in err.value.message
     assert table.row(b"r", columns=[b"cf:text"]) == {b"cf:text": b"abc"}
+
+
+def test_counter_set_right_after_counter_inc_is_not_lost(table):
+    """Issue 15: counter_set (a put at server time) in the millisecond of an increment replaces
+    the counter, so the next counter_inc returns 1.  Hundreds of rounds make same-millisecond
+    sequences certain; every round must give 1."""
+    results = []
+    for _ in range(300):
+        table.counter_inc(b"r", b"cf:n")
+        table.counter_inc(b"r", b"cf:n")
+        table.counter_set(b"r", b"cf:n", 0)
+        results.append(table.counter_inc(b"r", b"cf:n"))
+    assert results == [1] * 300
+    assert table.counter_get(b"r", b"cf:n") == 1
+
+
+def test_counter_set_then_inc_at_one_explicit_millisecond(table):
+    ts = int(time.time() * 1000) + 3600_000  # an hour ahead: every write below is in this millisecond
+    table.put(b"r", {b"cf:n": struct.pack(">q", 41)}, timestamp=ts)
+    assert table.counter_inc(b"r", b"cf:n") == 42
+    table.put(b"r", {b"cf:n": struct.pack(">q", 0)}, timestamp=ts)  # counter_set at that ms
+    assert table.counter_inc(b"r", b"cf:n") == 1
+    assert table.cells(b"r", b"cf:n", include_timestamp=True) == [(struct.pack(">q", 1), ts)]
 
 
 def test_increment_rows_check_and_put_append(conn, table):

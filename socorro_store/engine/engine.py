@@ -7,7 +7,14 @@ Data model (``reference/hbase-thrift1-semantics.md`` §8):
 * cells older than the family's TTL are invisible, and dropped by :meth:`Engine.compact`;
 * deletes remove cells with ``ts <= T`` and leave a marker, so a later put with ``ts <= T`` stays
   invisible (HBase's "deletes mask puts") until :meth:`Engine.compact` drops the markers;
-* counters are 8-byte big-endian signed values; an increment's ts is ``max(old ts + 1, now)``;
+* counters are 8-byte big-endian signed values; an increment (or append) is a read plus a put
+  at ``max(old ts, now)``: in the millisecond of the stored version it replaces that version
+  (the equal-timestamp rule, as a put does), so a ``counter_set`` followed by an increment in
+  the same millisecond counts from the value set.  Bigtable stamps increments the same way
+  (``reference/bigtable-emulator.md`` #6).  HBase 2's HRegion writes ``max(old ts + 1, now)``
+  (reference §5): under several increments a millisecond that runs ahead of the clock, and a
+  put at "now" then stays hidden behind it; issue 15 chose the rule that keeps the put.
+* reads fetch only the requested columns and only the returned cells' values (``reads.py``);
 * reads with a timestamp select ``ts < timestamp``.
 
 Families are ``bytes``; cells come back as ``(family, qualifier, ts, value)`` tuples sorted by
@@ -33,6 +40,7 @@ from . import codec
 from .catalog import COLUMN_MARKER, FAMILY_MARKER, Catalog, connect
 from .checkpointer import COMMIT_BYTES, TRIGGER_BYTES, Checkpointer
 from .pruning import crowded, prune
+from .reads import ReadStats, get_rows, scan_page
 
 _COUNTER = struct.Struct(">q")
 
@@ -131,6 +139,7 @@ class Engine:
         self._open_lock = threading.Lock()
         self._closed = False
         self._checkpointer = Checkpointer()
+        self.read_stats = ReadStats()  # what reads took from SQLite (see reads.py)
 
     def close(self):
         self._checkpointer.close()
@@ -257,7 +266,7 @@ class Engine:
                     if len(old) != 8:
                         raise NotACounter(f"Field is not a long, it's {len(old)} bytes wide")
                     value = _wrap(_COUNTER.unpack(old)[0] + amount)
-                    ts = max(current[0] + 1, ts_now)
+                    ts = max(current[0], ts_now)
                 conn.execute("INSERT OR REPLACE INTO cells (row, fam, qual, ts, codec, value) VALUES (?,?,?,?,?,?)",
                              (row, fam, qual, ts, codec.RAW, _COUNTER.pack(value)))
                 prune(conn, [(row, fam, qual, spec.versions - 1)])
@@ -308,7 +317,7 @@ class Engine:
             for fam, qual, delta in appends:
                 current = _latest(conn, row, fam, qual, info.families[fam], ts_now)
                 value = (current[1] if current else b"") + delta
-                ts = max(current[0] + 1, ts_now) if current else ts_now
+                ts = max(current[0], ts_now) if current else ts_now
                 self._put_cells(conn, info, row, [(fam, qual, value)], ts, masked)
                 out.append((fam, qual, ts, value))
         return out
@@ -332,16 +341,8 @@ class Engine:
         """
         info, table = self._table(name)
         select = self._selector(info, columns)
-        conn = table.reader()
-        out = []
-        ts_now = now_ms()
-        for row in rows:
-            cur = conn.execute("SELECT fam, qual, ts, codec, value FROM cells WHERE row=? "
-                               "ORDER BY fam, qual, ts DESC", (row,))
-            cells = _visible(info, cur, select, timestamp, versions, ts_now)
-            if cells:
-                out.append((row, cells))
-        return out
+        return get_rows(table.reader(), info, rows, select, timestamp, versions, now_ms(),
+                        self.read_stats)
 
     def scan(self, name, low=None, high=None, reverse=False, columns=None, timestamp=None,
              versions=1, page_size=1000, low_inclusive=True, high_inclusive=False):
@@ -369,17 +370,11 @@ class Engine:
             if not keys:
                 return
             first, last = (keys[-1], keys[0]) if reverse else (keys[0], keys[-1])
-            cur = conn.execute("SELECT row, fam, qual, ts, codec, value FROM cells "
-                               "WHERE row >= ? AND row <= ? ORDER BY row, fam, qual, ts DESC",
-                               (first, last))
-            ts_now = now_ms()
-            grouped = _group_rows(cur)
+            page = scan_page(conn, info, first, last, select, timestamp, versions, now_ms(),
+                             self.read_stats)
             if reverse:
-                grouped.reverse()
-            for row, raw in grouped:
-                cells = _visible(info, raw, select, timestamp, versions, ts_now)
-                if cells:
-                    yield row, cells
+                page.reverse()
+            yield from page
             if len(keys) < page_size:
                 return
             if reverse:
@@ -493,40 +488,3 @@ def _latest(conn, row, fam, qual, spec, ts_now):
 def _wrap(value):
     """Java long arithmetic: wrap on overflow."""
     return (value + 2**63) % 2**64 - 2**63
-
-
-def _group_rows(cursor):
-    grouped, current, cells = [], None, None
-    for row, fam, qual, ts, cell_codec, value in cursor:
-        if row != current:
-            current, cells = row, []
-            grouped.append((bytes(row), cells))
-        cells.append((fam, qual, ts, cell_codec, value))
-    return grouped
-
-
-def _visible(info, raw_cells, select, timestamp, versions, ts_now):
-    """Apply column selection, the read time range, TTL and versions to one row's raw cells."""
-    out = []
-    last, seen = None, 0
-    for fam, qual, ts, cell_codec, value in raw_cells:
-        fam, qual = bytes(fam), bytes(qual)
-        spec = info.families.get(fam)
-        if spec is None:
-            continue
-        if select is not None:
-            wanted = select.get(fam, False)
-            if wanted is False or (wanted is not None and qual not in wanted):
-                continue
-        if timestamp is not None and ts >= timestamp:
-            continue
-        if spec.ttl < FOREVER and ts <= ts_now - spec.ttl * 1000:
-            continue
-        key = (fam, qual)
-        if key != last:
-            last, seen = key, 0
-        seen += 1
-        if seen > min(versions, spec.versions):
-            continue
-        out.append((fam, qual, ts, codec.decode(cell_codec, value)))
-    return out

@@ -20,6 +20,9 @@ as far as Bigtable allows (``docs/bigtable.md`` lists every difference):
   mutation, and a multi-row batch is never atomic on Bigtable.
 * Increments use ReadModifyWriteRow, one call per row; check-and-put a conditional mutation whose
   predicate sees only the newest unexpired version (HBase compares only the latest).
+* Request sizes: a MutateRows request carries at most 100,000 mutations, and is split at
+  :data:`MAX_REQUEST_BYTES`; a row over Bigtable's hard row limit raises
+  :class:`RequestTooLarge` before anything is written.
 * Scans are paged row ranges.  Reversed scans (the emulator answers UNIMPLEMENTED) are emulated:
   one key-only forward pass keeps every ``page_size``-th key, then the blocks between those keys
   are read from the last one back, so memory stays at about one page plus the block keys.
@@ -60,6 +63,7 @@ from ..errors import (
     FamilyNotFound,
     InvalidArgument,
     NotACounter,
+    RequestTooLarge,
     SocorroStoreError,
     TableExists,
     TableNotFound,
@@ -73,8 +77,12 @@ from .bigtable_support import now_ms
 
 _COUNTER = struct.Struct(">q")
 EMULATOR_ENV = "BIGTABLE_EMULATOR_HOST"
-#: a MutateRows request carries at most 100,000 mutations
+#: a MutateRows request carries at most 100,000 mutations (MutateRowsRequest.entries)
 MAX_MUTATIONS_PER_CALL = 100_000
+#: Bigtable's hard limit on all values of one row (100 MB is its recommendation)
+MAX_ROW_BYTES = 256 * 1024 * 1024
+#: batches are split so one MutateRows request carries at most this much (estimated)
+MAX_REQUEST_BYTES = 256 * 1024 * 1024
 
 
 def _wrap64(value):
@@ -326,6 +334,25 @@ class BigtableBackend(Backend):
     def describe_table(self, name):
         return dict(self._load_families(name, "describe_table"))
 
+    max_request_bytes = MAX_REQUEST_BYTES
+
+    def check_mutation_size(self, table, mutation):
+        base.check_mutations([mutation])
+        self._check_entry_size(table, mutation.row, len(mutation.puts) + len(mutation.deletes) + 1,
+                               bts.mutation_bytes(mutation.row, [(b"", c, v) for c, v in mutation.puts.items()]
+                                                  + [(b"", c, b"") for c in mutation.deletes]))
+
+    @staticmethod
+    def _check_entry_size(table, row, count, size):
+        if count > MAX_MUTATIONS_PER_CALL:
+            raise RequestTooLarge(f"row {row[:60]!r} of table {table!r} needs {count} mutations, over "
+                                  f"Bigtable's {MAX_MUTATIONS_PER_CALL} per request", size=count,
+                                  limit=MAX_MUTATIONS_PER_CALL, setting="none: a Bigtable limit")
+        if size > MAX_ROW_BYTES:
+            raise RequestTooLarge(f"row {row[:60]!r} of table {table!r} carries about {size} bytes, over "
+                                  f"Bigtable's {MAX_ROW_BYTES}-byte row limit", size=size,
+                                  limit=MAX_ROW_BYTES, setting="none: a Bigtable limit")
+
     # -- writes ------------------------------------------------------------------------------
     def mutate_rows(self, table, mutations, timestamp=None):
         base.check_mutations(mutations)
@@ -353,13 +380,16 @@ class BigtableBackend(Backend):
                 for row, (_puts, dels, flags) in merged.items()
                 if flags[0] or any(q is None for _n, q in dels)}
         newest = self._newest_cells(table, wide) if (wide and end_us is not None) else {}
-        entries = []
+        entries, weights = [], []
         for row, (puts, deletes, flags) in merged.items():
             ops = [SetCell(name, qualifier, value, ts_us) for name, qualifier, value in puts]
             ops += self._delete_ops(families, puts, deletes, flags[0], end_us, newest.get(row, {}))
             if ops:
+                weight = bts.mutation_bytes(row, puts + [(n, q or b"", b"") for n, q in deletes])
+                self._check_entry_size(table, row, len(ops), weight)  # before any entry is sent
                 entries.append(RowMutationEntry(row, ops))
-        self._send(table, entries)
+                weights.append((len(ops), weight))
+        self._send(table, entries, weights)
 
     @staticmethod
     def _delete_ops(families, puts, deletes, delete_row, end_us, newest):
@@ -410,16 +440,19 @@ class BigtableBackend(Backend):
                     found.setdefault(row.row_key, {}).setdefault(cell.family, {})[cell.qualifier] = cell.timestamp_micros
         return found
 
-    def _send(self, table, entries):
-        """MutateRows in as few calls as the per-call mutation limit allows."""
-        batch, size = [], 0
-        for entry in entries:
-            count = len(entry.mutations)
-            if batch and size + count > MAX_MUTATIONS_PER_CALL:
+    def _send(self, table, entries, weights):
+        """MutateRows in as few calls as the per-call mutation and byte limits allow.
+
+        ``weights`` holds ``(mutations, estimated bytes)`` of each entry.
+        """
+        batch, count, size = [], 0, 0
+        for entry, (n, weight) in zip(entries, weights):
+            if batch and (count + n > MAX_MUTATIONS_PER_CALL or size + weight > MAX_REQUEST_BYTES):
                 self._send_batch(table, batch)
-                batch, size = [], 0
+                batch, count, size = [], 0, 0
             batch.append(entry)
-            size += count
+            count += n
+            size += weight
         if batch:
             self._send_batch(table, batch)
 

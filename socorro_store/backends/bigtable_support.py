@@ -37,6 +37,12 @@ UNLIMITED_VERSIONS = 2**31 - 1
 
 # -- timestamps ------------------------------------------------------------------------------
 
+def mutation_bytes(row, cells):
+    """Upper bound of one MutateRows entry's encoded size: the row key, then each
+    ``(family, qualifier, value)`` with 32 bytes of protobuf tags, lengths and timestamps."""
+    return 16 + len(row) + sum(32 + len(family) + len(qualifier) + len(value) for family, qualifier, value in cells)
+
+
 def now_ms():
     """The client's clock in ms: the "now" of writes, deletes and TTL cut-offs without a timestamp."""
     return int(time.time() * 1000)

@@ -16,6 +16,7 @@ from socorro_store.schema.specs import FamilySpec, TableSpec
 
 pytest.importorskip("google.cloud.bigtable.data", reason="needs the bigtable extra")
 from socorro_store.backends import bigtable  # noqa: E402
+from socorro_store.backends import bigtable_support  # noqa: E402
 
 MB = 1024 * 1024
 
@@ -26,7 +27,7 @@ def bt_url(bigtable_emulator_url, tmp_path):
 
 
 def test_batches_split_at_the_request_byte_limit(bt_url, monkeypatch):
-    monkeypatch.setattr(bigtable, "MAX_REQUEST_BYTES", 1 * MB)
+    monkeypatch.setattr(bigtable_support, "MAX_REQUEST_BYTES", 1 * MB)
     with open_backend(bt_url) as backend:
         backend.create_table(TableSpec("t", (FamilySpec("cf"),)))
         values = {b"r%02d" % i: bytes([i]) * (300 * 1024) for i in range(10)}
@@ -49,7 +50,7 @@ def test_batches_split_at_the_mutation_count_limit(bt_url, monkeypatch):
 
 
 def test_row_over_the_row_limit_is_refused_before_any_write(bt_url, monkeypatch):
-    monkeypatch.setattr(bigtable, "MAX_ROW_BYTES", 2 * MB)
+    monkeypatch.setattr(bigtable_support, "MAX_ROW_BYTES", 2 * MB)
     with open_store(bt_url) as store:
         store.create_tables()
         cid, small = crash_id("a"), crash_id("b")

@@ -20,9 +20,7 @@ as far as Bigtable allows (``docs/bigtable.md`` lists every difference):
   mutation, and a multi-row batch is never atomic on Bigtable.
 * Increments use ReadModifyWriteRow, one call per row; check-and-put a conditional mutation whose
   predicate sees only the newest unexpired version (HBase compares only the latest).
-* Request sizes: a MutateRows request carries at most 100,000 mutations, and is split at
-  :data:`MAX_REQUEST_BYTES`; a row over Bigtable's hard row limit raises
-  :class:`RequestTooLarge` before anything is written.
+* Requests are split to Bigtable's limits; a row over them raises RequestTooLarge up front.
 * Scans are paged row ranges.  Reversed scans (the emulator answers UNIMPLEMENTED) are emulated:
   one key-only forward pass keeps every ``page_size``-th key, then the blocks between those keys
   are read from the last one back, so memory stays at about one page plus the block keys.
@@ -63,7 +61,6 @@ from ..errors import (
     FamilyNotFound,
     InvalidArgument,
     NotACounter,
-    RequestTooLarge,
     SocorroStoreError,
     TableExists,
     TableNotFound,
@@ -79,10 +76,6 @@ _COUNTER = struct.Struct(">q")
 EMULATOR_ENV = "BIGTABLE_EMULATOR_HOST"
 #: a MutateRows request carries at most 100,000 mutations (MutateRowsRequest.entries)
 MAX_MUTATIONS_PER_CALL = 100_000
-#: Bigtable's hard limit on all values of one row (100 MB is its recommendation)
-MAX_ROW_BYTES = 256 * 1024 * 1024
-#: batches are split so one MutateRows request carries at most this much (estimated)
-MAX_REQUEST_BYTES = 256 * 1024 * 1024
 
 
 def _wrap64(value):
@@ -334,24 +327,11 @@ class BigtableBackend(Backend):
     def describe_table(self, name):
         return dict(self._load_families(name, "describe_table"))
 
-    max_request_bytes = MAX_REQUEST_BYTES
+    max_request_bytes = bts.MAX_REQUEST_BYTES
 
     def check_mutation_size(self, table, mutation):
         base.check_mutations([mutation])
-        self._check_entry_size(table, mutation.row, len(mutation.puts) + len(mutation.deletes) + 1,
-                               bts.mutation_bytes(mutation.row, [(b"", c, v) for c, v in mutation.puts.items()]
-                                                  + [(b"", c, b"") for c in mutation.deletes]))
-
-    @staticmethod
-    def _check_entry_size(table, row, count, size):
-        if count > MAX_MUTATIONS_PER_CALL:
-            raise RequestTooLarge(f"row {row[:60]!r} of table {table!r} needs {count} mutations, over "
-                                  f"Bigtable's {MAX_MUTATIONS_PER_CALL} per request", size=count,
-                                  limit=MAX_MUTATIONS_PER_CALL, setting="none: a Bigtable limit")
-        if size > MAX_ROW_BYTES:
-            raise RequestTooLarge(f"row {row[:60]!r} of table {table!r} carries about {size} bytes, over "
-                                  f"Bigtable's {MAX_ROW_BYTES}-byte row limit", size=size,
-                                  limit=MAX_ROW_BYTES, setting="none: a Bigtable limit")
+        bts.check_row_mutation_size(table, mutation, MAX_MUTATIONS_PER_CALL)
 
     # -- writes ------------------------------------------------------------------------------
     def mutate_rows(self, table, mutations, timestamp=None):
@@ -385,10 +365,9 @@ class BigtableBackend(Backend):
             ops = [SetCell(name, qualifier, value, ts_us) for name, qualifier, value in puts]
             ops += self._delete_ops(families, puts, deletes, flags[0], end_us, newest.get(row, {}))
             if ops:
-                weight = bts.mutation_bytes(row, puts + [(n, q or b"", b"") for n, q in deletes])
-                self._check_entry_size(table, row, len(ops), weight)  # before any entry is sent
+                weights.append((len(ops), bts.mutation_bytes(row, puts + [(n, q or b"", b"") for n, q in deletes])))
+                bts.check_entry_size(table, row, *weights[-1], MAX_MUTATIONS_PER_CALL)  # before any write
                 entries.append(RowMutationEntry(row, ops))
-                weights.append((len(ops), weight))
         self._send(table, entries, weights)
 
     @staticmethod
@@ -441,18 +420,15 @@ class BigtableBackend(Backend):
         return found
 
     def _send(self, table, entries, weights):
-        """MutateRows in as few calls as the per-call mutation and byte limits allow.
-
-        ``weights`` holds ``(mutations, estimated bytes)`` of each entry.
-        """
+        """MutateRows in as few calls as the mutation and byte limits allow (``weights``:
+        ``(mutations, estimated bytes)`` of each entry)."""
         batch, count, size = [], 0, 0
         for entry, (n, weight) in zip(entries, weights):
-            if batch and (count + n > MAX_MUTATIONS_PER_CALL or size + weight > MAX_REQUEST_BYTES):
+            if batch and (count + n > MAX_MUTATIONS_PER_CALL or size + weight > bts.MAX_REQUEST_BYTES):
                 self._send_batch(table, batch)
                 batch, count, size = [], 0, 0
             batch.append(entry)
-            count += n
-            size += weight
+            count, size = count + n, size + weight
         if batch:
             self._send_batch(table, batch)
 

@@ -4,8 +4,12 @@ Accepted forms::
 
     embedded://PATH                       (embedded://./socorro-data is the default)
     hbase://HOST[:PORT]?transport=buffered|framed&protocol=binary|compact
-                        &table_prefix=P&pool_size=N&timeout_ms=T&retries=N
+                        &table_prefix=P&pool_size=N&timeout_ms=T&retries=N&max_frame_mb=M
     bigtable://PROJECT/INSTANCE[?app_profile=ID]
+
+``max_frame_mb`` is the Thrift server's frame limit
+(``hbase.regionserver.thrift.framed.max_frame_size_in_mb``); it applies only to
+``transport=framed``, where it defaults to HBase's 2.
 
 The URL comes from an explicit argument, then ``SOCORRO_STORE_URL``, then the default.
 """
@@ -17,6 +21,10 @@ from urllib.parse import parse_qsl, urlsplit
 from .errors import ConfigError
 
 DEFAULT_URL = "embedded://./socorro-data"
+#: hbase.regionserver.thrift.framed.max_frame_size_in_mb's default
+DEFAULT_MAX_FRAME_MB = 2
+#: a Thrift frame's length is a signed 32-bit int
+MAX_FRAME_MB = 2047
 ENV_VAR = "SOCORRO_STORE_URL"
 
 _OPTIONS = {
@@ -28,13 +36,14 @@ _OPTIONS = {
         "pool_size": int,
         "timeout_ms": int,
         "retries": int,
+        "max_frame_mb": float,
     },
     "bigtable": {"app_profile": str},
 }
 _DEFAULTS = {
     "embedded": {"sync": "normal"},
     "hbase": {"transport": "buffered", "protocol": "binary", "table_prefix": None,
-              "pool_size": 4, "timeout_ms": 30000, "retries": 3},
+              "pool_size": 4, "timeout_ms": 30000, "retries": 3, "max_frame_mb": None},
     "bigtable": {"app_profile": None},
 }
 
@@ -85,6 +94,11 @@ def parse_url(url=None):
             raise ConfigError(f"hbase URL needs a host: {text!r}")
         if parts.path not in ("", "/"):
             raise ConfigError(f"hbase URL takes no path: {text!r}")
+        if options["transport"] == "framed":
+            if options["max_frame_mb"] is None:
+                options["max_frame_mb"] = DEFAULT_MAX_FRAME_MB
+        elif options["max_frame_mb"] is not None:
+            raise ConfigError(f"option max_frame_mb applies only to transport=framed in {text!r}")
         return StoreURL(scheme, host=parts.hostname, port=port, options=options, text=text)
     project, instance = parts.netloc, parts.path.strip("/")
     if not project or not instance or "/" in instance:
@@ -105,6 +119,14 @@ def _parse_option(scheme, key, value, text):
         if number < (0 if key == "retries" else 1):
             raise ConfigError(f"option {key} out of range in {text!r}")
         return number
+    if kind is float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise ConfigError(f"option {key} must be a number in {text!r}") from None
+        if not 0 < number <= MAX_FRAME_MB:  # also refuses nan and inf
+            raise ConfigError(f"option {key} must be in (0, {MAX_FRAME_MB}] in {text!r}")
+        return int(number) if number.is_integer() else number
     if isinstance(kind, tuple):
         if value not in kind:
             raise ConfigError(f"option {key} must be one of {', '.join(kind)} in {text!r}")

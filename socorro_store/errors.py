@@ -25,6 +25,19 @@ class InvalidArgument(SocorroStoreError, ValueError):
     """An argument is out of range or of the wrong type (HBase's IllegalArgument)."""
 
 
+class RequestTooLarge(InvalidArgument):
+    """A request cannot fit the server's request limit (HBase's framed-transport frame size,
+    Bigtable's request and row limits), however it is split.
+
+    Refused before anything is sent, and never retried: retrying cannot make it fit.  ``size`` is
+    the estimated encoded size in bytes, ``limit`` the limit, ``setting`` what to raise.
+    """
+
+    def __init__(self, message, size=None, limit=None, setting=None):
+        super().__init__(message)
+        self.size, self.limit, self.setting = size, limit, setting
+
+
 class TableNotFound(SocorroStoreError, LookupError):
     """The named table does not exist."""
 

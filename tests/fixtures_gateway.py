@@ -2,7 +2,8 @@
 
 Each fixture starts ``python -m socorro_store --url embedded://TMP serve --port 0 …`` (a
 :class:`chaos_harness.Gateway`), waits for its "serving … on 127.0.0.1:PORT" line and
-yields it; ``*_url`` fixtures give ``hbase://127.0.0.1:PORT?transport=…&protocol=…``.  The process
+yields it; ``*_url`` fixtures give ``hbase://127.0.0.1:PORT?transport=…&protocol=…`` (and the framed
+gateway's ``max_frame_mb``, so the client splits its requests to the server's limit).  The process
 is stopped with SIGTERM at the end of the session.
 """
 
@@ -38,4 +39,4 @@ def gateway_buffered_binary_url(gateway_buffered_binary):
 
 @pytest.fixture(scope="session")
 def gateway_framed_compact_url(gateway_framed_compact):
-    return gateway_framed_compact.url()
+    return gateway_framed_compact.url(max_frame_mb=16)

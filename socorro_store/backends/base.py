@@ -81,6 +81,10 @@ class Backend(abc.ABC):
     #: Table-spec attributes this backend has no notion of (``tables verify`` says "not applicable").
     not_applicable_attributes = ()
 
+    #: The largest request, in encoded bytes, the server accepts (framed Thrift's frame limit,
+    #: Bigtable's request limit); None when the backend knows of none.  Batches are split to fit.
+    max_request_bytes = None
+
     def __init__(self):
         self.calls = collections.Counter()
         self._calls_lock = threading.Lock()
@@ -127,8 +131,15 @@ class Backend(abc.ABC):
         """Apply a list of :class:`RowMutation` to ``table`` in one call.
 
         Each row's puts are applied before its deletes.  All cells written without a timestamp get
-        the same server time.  Validation happens before anything is written.
+        the same server time.  Validation happens before anything is written.  A batch over the
+        server's request limit is sent as several calls (rows are never split); a row that
+        cannot fit raises :class:`~socorro_store.errors.RequestTooLarge` before anything is sent.
         """
+
+    def check_mutation_size(self, table, mutation):
+        """Raise :class:`~socorro_store.errors.RequestTooLarge` if the one-row ``mutation``
+        cannot be sent in a single request; a caller that writes other rows first (index
+        pointers before a crash row) asks this up front.  A no-op without a request limit."""
 
     @abc.abstractmethod
     def get_rows(self, table, rows, columns=None, timestamp=None, include_timestamp=False):

@@ -20,6 +20,7 @@ as far as Bigtable allows (``docs/bigtable.md`` lists every difference):
   mutation, and a multi-row batch is never atomic on Bigtable.
 * Increments use ReadModifyWriteRow, one call per row; check-and-put a conditional mutation whose
   predicate sees only the newest unexpired version (HBase compares only the latest).
+* Requests are split to Bigtable's limits; a row over them raises RequestTooLarge up front.
 * Scans are paged row ranges.  Reversed scans (the emulator answers UNIMPLEMENTED) are emulated:
   one key-only forward pass keeps every ``page_size``-th key, then the blocks between those keys
   are read from the last one back, so memory stays at about one page plus the block keys.
@@ -73,7 +74,7 @@ from .bigtable_support import now_ms
 
 _COUNTER = struct.Struct(">q")
 EMULATOR_ENV = "BIGTABLE_EMULATOR_HOST"
-#: a MutateRows request carries at most 100,000 mutations
+#: a MutateRows request carries at most 100,000 mutations (MutateRowsRequest.entries)
 MAX_MUTATIONS_PER_CALL = 100_000
 
 
@@ -326,6 +327,12 @@ class BigtableBackend(Backend):
     def describe_table(self, name):
         return dict(self._load_families(name, "describe_table"))
 
+    max_request_bytes = bts.MAX_REQUEST_BYTES
+
+    def check_mutation_size(self, table, mutation):
+        base.check_mutations([mutation])
+        bts.check_row_mutation_size(table, mutation, MAX_MUTATIONS_PER_CALL)
+
     # -- writes ------------------------------------------------------------------------------
     def mutate_rows(self, table, mutations, timestamp=None):
         base.check_mutations(mutations)
@@ -353,13 +360,15 @@ class BigtableBackend(Backend):
                 for row, (_puts, dels, flags) in merged.items()
                 if flags[0] or any(q is None for _n, q in dels)}
         newest = self._newest_cells(table, wide) if (wide and end_us is not None) else {}
-        entries = []
+        entries, weights = [], []
         for row, (puts, deletes, flags) in merged.items():
             ops = [SetCell(name, qualifier, value, ts_us) for name, qualifier, value in puts]
             ops += self._delete_ops(families, puts, deletes, flags[0], end_us, newest.get(row, {}))
             if ops:
+                weights.append((len(ops), bts.mutation_bytes(row, puts + [(n, q or b"", b"") for n, q in deletes])))
+                bts.check_entry_size(table, row, *weights[-1], MAX_MUTATIONS_PER_CALL)  # before any write
                 entries.append(RowMutationEntry(row, ops))
-        self._send(table, entries)
+        self._send(table, entries, weights)
 
     @staticmethod
     def _delete_ops(families, puts, deletes, delete_row, end_us, newest):
@@ -410,16 +419,16 @@ class BigtableBackend(Backend):
                     found.setdefault(row.row_key, {}).setdefault(cell.family, {})[cell.qualifier] = cell.timestamp_micros
         return found
 
-    def _send(self, table, entries):
-        """MutateRows in as few calls as the per-call mutation limit allows."""
-        batch, size = [], 0
-        for entry in entries:
-            count = len(entry.mutations)
-            if batch and size + count > MAX_MUTATIONS_PER_CALL:
+    def _send(self, table, entries, weights):
+        """MutateRows in as few calls as the mutation and byte limits allow (``weights``:
+        ``(mutations, estimated bytes)`` of each entry)."""
+        batch, count, size = [], 0, 0
+        for entry, (n, weight) in zip(entries, weights):
+            if batch and (count + n > MAX_MUTATIONS_PER_CALL or size + weight > bts.MAX_REQUEST_BYTES):
                 self._send_batch(table, batch)
-                batch, size = [], 0
+                batch, count, size = [], 0, 0
             batch.append(entry)
-            size += count
+            count, size = count + n, size + weight
         if batch:
             self._send_batch(table, batch)
 

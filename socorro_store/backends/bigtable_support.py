@@ -22,7 +22,7 @@ from google.cloud.bigtable import column_family
 from google.cloud.bigtable.data import row_filters as rf
 from google.cloud.bigtable_v2.types import data as data_pb
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, RequestTooLarge
 from ..schema.specs import FOREVER, FamilySpec
 
 MAX_MICROS = 2**63 - 1
@@ -36,6 +36,36 @@ UNLIMITED_VERSIONS = 2**31 - 1
 
 
 # -- timestamps ------------------------------------------------------------------------------
+
+#: Bigtable's hard limit on all values of one row (100 MB is its recommendation)
+MAX_ROW_BYTES = 256 * 1024 * 1024
+#: batches are split so one MutateRows request carries at most this much (estimated)
+MAX_REQUEST_BYTES = 256 * 1024 * 1024
+
+
+def check_entry_size(table, row, count, size, max_mutations):
+    """Raise :class:`RequestTooLarge` for a row's entry Bigtable would refuse in any request."""
+    if count > max_mutations:
+        raise RequestTooLarge(f"row {row[:60]!r} of table {table!r} needs {count} mutations, over "
+                              f"Bigtable's {max_mutations} per request", size=count,
+                              limit=max_mutations, setting="none: a Bigtable limit")
+    if size > MAX_ROW_BYTES:
+        raise RequestTooLarge(f"row {row[:60]!r} of table {table!r} carries about {size} bytes, over "
+                              f"Bigtable's {MAX_ROW_BYTES}-byte row limit", size=size,
+                              limit=MAX_ROW_BYTES, setting="none: a Bigtable limit")
+
+
+def check_row_mutation_size(table, mutation, max_mutations):
+    """:func:`check_entry_size` of a contract ``RowMutation`` (a row delete counts as one more)."""
+    cells = [(b"", c, v) for c, v in mutation.puts.items()] + [(b"", c, b"") for c in mutation.deletes]
+    check_entry_size(table, mutation.row, len(cells) + 1, mutation_bytes(mutation.row, cells), max_mutations)
+
+
+def mutation_bytes(row, cells):
+    """Upper bound of one MutateRows entry's encoded size: the row key, then each
+    ``(family, qualifier, value)`` with 32 bytes of protobuf tags, lengths and timestamps."""
+    return 16 + len(row) + sum(32 + len(family) + len(qualifier) + len(value) for family, qualifier, value in cells)
+
 
 def now_ms():
     """The client's clock in ms: the "now" of writes, deletes and TTL cut-offs without a timestamp."""

@@ -1,7 +1,7 @@
 """The hbase backend: the contract over HBase's Thrift1 gateway, through happybase.
 
 ``hbase://HOST:PORT?transport=buffered|framed&protocol=binary|compact&table_prefix=P
-&pool_size=N&timeout_ms=T&retries=N``
+&pool_size=N&timeout_ms=T&retries=N&max_frame_mb=M``
 
 happybase's :class:`~happybase.ConnectionPool` holds the connections.  Calls happybase does not
 wrap (batched ``incrementRows``, ``checkAndPut``), and calls where happybase would add a round trip
@@ -11,6 +11,15 @@ Retries: a failure to *connect* is always retried (nothing was sent).  A transpo
 request was sent is retried, with a fresh connection and exponential backoff, only for idempotent
 calls (reads, puts, deletes, admin reads).  Increments and check-and-put are never replayed: the
 caller gets :class:`BackendUnavailable` and the outcome is unknown (rollups make counters exact).
+
+Request sizes: over framed transport the server closes the connection on a request frame over
+its limit (``max_frame_mb``, HBase's ``hbase.regionserver.thrift.framed.max_frame_size_in_mb``,
+2 MB by default), which would look like an outage.  So batched calls (``mutateRows``,
+``incrementRows``) are split into requests that fit (see :mod:`.thrift_sizes`), and a request
+that cannot fit even alone (one row's mutation, an append, a check-and-put) raises
+:class:`RequestTooLarge` before anything is sent.  Replies have no such limit: HBase's
+``TFramedTransport`` checks the frames it reads, not those it writes, and so does the gateway.
+Over buffered transport, which has no limit, batches are split at 64 MiB only to bound memory.
 """
 
 import socket
@@ -23,21 +32,28 @@ import Hbase_thrift as thrift  # noqa: E402  (module registered by importing hap
 from thriftpy2.thrift import TApplicationException, TException
 from thriftpy2.transport import TTransportException
 
+from ..config import DEFAULT_MAX_FRAME_MB
 from ..errors import (
     BackendError,
     BackendUnavailable,
     FamilyNotFound,
     InvalidArgument,
     NotACounter,
+    RequestTooLarge,
     TableDisabled,
     TableExists,
     TableNotFound,
 )
 from ..schema.specs import FOREVER, FamilySpec
 from . import base
+from . import thrift_sizes as sizes
 from .base import Backend, split_column
 
 _TRANSIENT = (TTransportException, socket.error, OSError, happybase.NoConnectionsAvailable)
+#: the HBase setting that bounds a framed request
+FRAME_SETTING = "hbase.regionserver.thrift.framed.max_frame_size_in_mb"
+#: buffered transport has no request limit; batches are still split to bound memory on both ends
+BUFFERED_BATCH_BYTES = 64 * 1024 * 1024
 _COMPRESSION_NAMES = {"NONE": "NONE", "GZ": "GZ", "LZO": "LZO", "SNAPPY": "SNAPPY", "LZ4": "LZ4",
                       "ZSTD": "ZSTD", "BZIP2": "BZIP2"}
 
@@ -76,8 +92,17 @@ class HBaseBackend(Backend):
     not_applicable_attributes = ("BLOCKSIZE",)
 
     def __init__(self, host="localhost", port=9090, transport="buffered", protocol="binary",
-                 table_prefix=None, pool_size=4, timeout_ms=30000, retries=3, backoff_s=0.05):
+                 table_prefix=None, pool_size=4, timeout_ms=30000, retries=3, backoff_s=0.05,
+                 max_frame_mb=None):
         super().__init__()
+        if transport == "framed":
+            max_frame_mb = DEFAULT_MAX_FRAME_MB if max_frame_mb is None else max_frame_mb
+            if not isinstance(max_frame_mb, (int, float)) or not 0 < max_frame_mb < 2048:
+                raise InvalidArgument(f"max_frame_mb must be a number in (0, 2048), not {max_frame_mb!r}")
+            self.max_frame_mb = max_frame_mb
+            self.max_request_bytes = int(max_frame_mb * 1024 * 1024)
+        elif max_frame_mb is not None:
+            raise InvalidArgument("max_frame_mb applies only to transport='framed'")
         self.host, self.port = host, port
         self.table_prefix = table_prefix
         self.retries, self.backoff_s = retries, backoff_s
@@ -93,7 +118,7 @@ class HBaseBackend(Backend):
     def from_url(cls, parsed):
         o = parsed.options
         return cls(parsed.host, parsed.port, o["transport"], o["protocol"], o["table_prefix"],
-                   o["pool_size"], o["timeout_ms"], o["retries"])
+                   o["pool_size"], o["timeout_ms"], o["retries"], max_frame_mb=o["max_frame_mb"])
 
     def close(self):
         with self._pool_lock:
@@ -214,17 +239,43 @@ class HBaseBackend(Backend):
             return
         columns = [c for m in mutations for c in (*m.puts, *m.deletes)]
         self._check_families(table, columns)
-        batches = []
-        for m in mutations:
-            ops = [thrift.Mutation(isDelete=False, column=c, value=v) for c, v in m.puts.items()]
-            deletes = ([f.encode() for f in sorted(self._family_names(table))] if m.delete_row else m.deletes)
-            ops += [thrift.Mutation(isDelete=True, column=c) for c in deletes]
-            batches.append(thrift.BatchMutation(row=m.row, mutations=ops))
         name = self._name(table)
-        if timestamp is None:
-            self._call("mutate_rows", lambda c: c.mutateRows(name, batches, {}), table)
-        else:
-            self._call("mutate_rows", lambda c: c.mutateRowsTs(name, batches, timestamp, {}), table)
+        batches = [self._batch_mutation(table, m) for m in mutations]
+        weights = [sizes.batch_mutation_bytes(b) for b in batches]
+        for batch, weight in zip(batches, weights):  # every row is checked before the first call
+            self._check_request_size("mutate_rows", table, sizes.request_bytes(name, [weight]), batch.row)
+        budget = (self.max_request_bytes or BUFFERED_BATCH_BYTES) - sizes.request_bytes(name, [])
+        for chunk in sizes.split_by_size(batches, weights, budget):
+            if timestamp is None:
+                self._call("mutate_rows", lambda c: c.mutateRows(name, chunk, {}), table)
+            else:
+                self._call("mutate_rows", lambda c: c.mutateRowsTs(name, chunk, timestamp, {}), table)
+
+    def _batch_mutation(self, table, mutation):
+        ops = [thrift.Mutation(isDelete=False, column=c, value=v) for c, v in mutation.puts.items()]
+        deletes = ([f.encode() for f in sorted(self._family_names(table))] if mutation.delete_row
+                   else mutation.deletes)
+        ops += [thrift.Mutation(isDelete=True, column=c) for c in deletes]
+        return thrift.BatchMutation(row=mutation.row, mutations=ops)
+
+    def check_mutation_size(self, table, mutation):
+        base.check_mutations([mutation])
+        if self.max_request_bytes is None:
+            return
+        batch = self._batch_mutation(table, mutation)
+        size = sizes.request_bytes(self._name(table), [sizes.batch_mutation_bytes(batch)])
+        self._check_request_size("mutate_rows", table, size, mutation.row)
+
+    def _check_request_size(self, kind, table, size, row):
+        """Raise :class:`RequestTooLarge` when a request of ``size`` bytes cannot fit a frame."""
+        if self.max_request_bytes is None or size <= self.max_request_bytes:
+            return
+        raise RequestTooLarge(
+            f"{kind} of row {row[:60]!r} in table {table!r} needs a request of about {size} bytes, over "
+            f"the Thrift server's {self.max_request_bytes}-byte frame limit (max_frame_mb="
+            f"{self.max_frame_mb}); raise {FRAME_SETTING} on the server and max_frame_mb in the "
+            f"store URL, or use transport=buffered", size=size, limit=self.max_request_bytes,
+            setting=FRAME_SETTING)
 
     def get_rows(self, table, rows, columns=None, timestamp=None, include_timestamp=False):
         rows = list(rows)
@@ -336,7 +387,13 @@ class HBaseBackend(Backend):
             family, qualifier = split_column(inc.column)
             batch.append(thrift.TIncrement(table=self._name(inc.table), row=inc.row,
                                            column=family + b":" + (qualifier or b""), ammount=inc.amount))
-        self._call("increment_many", lambda c: c.incrementRows(batch), idempotent=False)
+        weights = [sizes.increment_bytes(i) for i in batch]
+        for weight, inc in zip(weights, increments):
+            self._check_request_size("increment_many", inc.table, sizes.request_bytes(b"", [weight]), inc.row)
+        budget = (self.max_request_bytes or BUFFERED_BATCH_BYTES) - sizes.request_bytes(b"", [])
+        # Each increment is still sent exactly once: splitting a batch never replays one.
+        for chunk in sizes.split_by_size(batch, weights, budget):
+            self._call("increment_many", lambda c: c.incrementRows(chunk), idempotent=False)
 
     def check_and_put(self, table, row, column, expected, puts):
         base.check_check_and_put(row, column, expected, puts)
@@ -348,6 +405,7 @@ class HBaseBackend(Backend):
         (put_column, put_value), *rest = puts.items()
         mutation = thrift.Mutation(isDelete=False, column=put_column, value=put_value)
         name = self._name(table)
+        self._check_check_and_put_size(table, row, column, expected, puts)
         applied = self._call("check_and_put", lambda c: c.checkAndPut(name, row, column, expected or None,
                                                                       mutation, {}),
                              table, idempotent=False)
@@ -358,7 +416,19 @@ class HBaseBackend(Backend):
     def check_and_put_many(self, table, items):
         """The items' checkAndPut calls overlap, up to ``pool_size`` at a time (one RPC each)."""
         items = base.check_check_and_put_items(items)
+        for row, column, expected, puts in items:  # an item that cannot fit fails the batch up front
+            self._check_check_and_put_size(table, row, column, expected, puts)
         return self._overlap(lambda item: self.check_and_put(table, *item), items)
+
+    def _check_check_and_put_size(self, table, row, column, expected, puts):
+        if self.max_request_bytes is None or not puts:
+            return
+        (put_column, put_value), *rest = puts.items()
+        mutation = thrift.Mutation(isDelete=False, column=put_column, value=put_value)
+        self._check_request_size("check_and_put", table, sizes.check_and_put_bytes(
+            self._name(table), row, column, expected, mutation), row)
+        if rest:
+            self.check_mutation_size(table, base.RowMutation(row, dict(rest)))
 
     def _overlap(self, call, items):
         """``[call(item) for item in items]``, up to ``pool_size`` calls in flight at once."""
@@ -378,6 +448,7 @@ class HBaseBackend(Backend):
         columns = sorted(values)
         append = thrift.TAppend(table=self._name(table), row=row, columns=columns,
                                 values=[values[c] for c in columns])
+        self._check_request_size("append", table, sizes.append_bytes(append), row)
         cells = self._call("append", lambda c: c.append(append), table, idempotent=False)
         if len(cells) != len(columns):
             raise BackendError(f"append on {table!r} answered {len(cells)} cells for {len(columns)} columns")
@@ -386,6 +457,11 @@ class HBaseBackend(Backend):
     def append_many(self, table, items):
         """The items' append calls overlap, up to ``pool_size`` at a time (one RPC each)."""
         items = base.check_append_items(items)
+        if self.max_request_bytes is not None:  # an item that cannot fit fails the batch up front
+            for row, values in items:
+                append = thrift.TAppend(table=self._name(table), row=row, columns=list(values),
+                                        values=list(values.values()))
+                self._check_request_size("append", table, sizes.append_bytes(append), row)
         return self._overlap(lambda item: self.append(table, *item), items)
 
     def compact(self, table):

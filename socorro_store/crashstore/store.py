@@ -85,6 +85,8 @@ class CrashStore:
         Every crash is validated before anything is written: one bad crash fails the batch.
         """
         prepared = [crashes.prepare_raw(raw, dumps, cid, self.max_cell_bytes) for raw, dumps, cid in items]
+        for crash in prepared:  # its pointers are written first: a crash row that cannot fit fails now
+            self.backend.check_mutation_size(K.CRASH_REPORTS, RowMutation(crash.row, crash.puts))
         if prepared:
             crashes.write_raw(self.backend, prepared, self.live_counters)
         return len(prepared)
@@ -95,6 +97,9 @@ class CrashStore:
 
     def save_processed_crashes(self, processed_crashes):
         prepared = [crashes.prepare_processed(p, self.max_cell_bytes) for p in processed_crashes]
+        for crash in prepared:
+            self.backend.check_mutation_size(K.CRASH_REPORTS, RowMutation(
+                K.crash_row_key(crash.crash_id), crash.puts, [K.COL_PRIORITY]))
         if prepared:
             crashes.write_processed(self.backend, prepared, self.live_counters)
         return len(prepared)

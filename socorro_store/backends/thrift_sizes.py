@@ -1,0 +1,69 @@
+"""Upper bounds on the encoded size of Thrift1 requests, to fit them under a frame limit.
+
+A framed Thrift server reads a request as one frame and closes the connection when the frame is
+over its limit (HBase: ``hbase.regionserver.thrift.framed.max_frame_size_in_mb``, 2 MB by
+default); the client sees a reset connection.  To split batches before that happens, these
+functions bound a request's size from above for both the binary and the compact protocol:
+
+* a string or binary field costs its bytes plus at most 8 (3 bytes of field header and a 4-byte
+  length in binary; at most 3 and a 5-byte varint in compact);
+* a struct in a list costs at most 32 bytes besides its strings (field headers of its scalar
+  fields, their values, the stop byte);
+* a request costs at most :data:`REQUEST_OVERHEAD` besides its table name and items (message
+  header and method name, list and map headers, an optional timestamp, stop bytes).
+
+The bounds are loose by a few dozen bytes per cell, which is nothing next to a crash's dumps;
+``tests/test_frames.py`` checks them against thriftpy2's real encoders.
+"""
+
+#: message header (12 bytes + method name), table field, list/map headers, timestamp, stops
+REQUEST_OVERHEAD = 256
+#: one Mutation / TColumn-like struct besides its column and value bytes
+CELL_OVERHEAD = 32
+#: one BatchMutation / TIncrement besides its row bytes and cells
+ROW_OVERHEAD = 32
+
+
+def batch_mutation_bytes(batch):
+    """Bound of one ``BatchMutation`` (row and its ``Mutation`` list) inside ``mutateRows``."""
+    return ROW_OVERHEAD + len(batch.row) + sum(
+        CELL_OVERHEAD + len(m.column) + len(m.value or b"") for m in batch.mutations)
+
+
+def increment_bytes(increment):
+    """Bound of one ``TIncrement`` inside ``incrementRows`` (its amount is an i64)."""
+    return ROW_OVERHEAD + CELL_OVERHEAD + len(increment.table) + len(increment.row) + len(increment.column)
+
+
+def append_bytes(append):
+    """Bound of a whole ``append(TAppend)`` request."""
+    return (REQUEST_OVERHEAD + ROW_OVERHEAD + len(append.table) + len(append.row)
+            + sum(CELL_OVERHEAD + len(c) for c in append.columns)
+            + sum(len(v) for v in append.values))
+
+
+def check_and_put_bytes(table_name, row, column, expected, mutation):
+    """Bound of a whole ``checkAndPut`` request (its check cell and one ``Mutation``)."""
+    return (REQUEST_OVERHEAD + len(table_name) + len(row) + len(column) + len(expected or b"")
+            + CELL_OVERHEAD + len(mutation.column) + len(mutation.value or b""))
+
+
+def request_bytes(table_name, item_sizes):
+    """Bound of a batched request (``mutateRows``, ``incrementRows``) carrying these items."""
+    return REQUEST_OVERHEAD + len(table_name) + sum(item_sizes)
+
+
+def split_by_size(items, sizes, budget):
+    """Consecutive groups of ``items`` whose ``sizes`` add up to at most ``budget`` each.
+
+    An item bigger than ``budget`` on its own goes alone (the caller refuses it beforehand).
+    """
+    group, total = [], 0
+    for item, size in zip(items, sizes):
+        if group and total + size > budget:
+            yield group
+            group, total = [], 0
+        group.append(item)
+        total += size
+    if group:
+        yield group

@@ -98,7 +98,7 @@ def owner_of(claims):
     return lease_of(claims).owner
 
 
-def live_claim(claims, now_ms):  # noqa: F811 - the caller's clock reading, named as the caller names it
+def live_claim(claims, now_ms):  # the caller's clock reading (shadows the function here only)
     """The owning record of a history if its lease still runs at ``now_ms``, else None."""
     lease = lease_of(claims)
     return claims[lease.owner] if lease.live(now_ms) else None

@@ -16,6 +16,7 @@ from socorro_store.backends import RowMutation
 from socorro_store.crashstore import queue
 from socorro_store.jobs.scrutiny import reconcile_queue
 from socorro_store.schema import keys as K
+from socorro_store.schema import queue_keys as QK
 
 
 @pytest.fixture
@@ -88,12 +89,12 @@ def test_claims_are_exclusive_and_processing_removes_pointers(store):
     assert list(store.new_crashes(processor_id="p3")) == []
     state = store.get_processing_state(cids[0])
     assert state["claim"]["processor"] == "p1" and state["queues"] == ["standard"]
-    claims = store.backend.get_row(K.UNPROCESSED_FLAG, K.CLAIMS_ROW)
-    assert sorted(claims) == sorted(K.claim_column(c) for c in cids)  # one cell per claimed crash
-    assert [c["processor"] for c in queue.decode_claims(claims[K.claim_column(cids[0])])] == ["p1"]
+    # each claim is on the crash's own queue row
+    for i, cid in enumerate(cids):
+        row = store.backend.get_row(K.UNPROCESSED_FLAG, K.time_index_key(cid, BASE_TIME + timedelta(seconds=i)))
+        assert [c["processor"] for c in queue.decode_claims(row[QK.COL_CLAIM])] == ["p1", "p1", "p2"][i:i + 1]
     store.save_processed_crashes([processed(c) for c in cids])
-    assert store.backend.get_row(K.UNPROCESSED_FLAG, K.time_index_key(cids[0], BASE_TIME)) == {}
-    assert store.backend.get_row(K.UNPROCESSED_FLAG, K.CLAIMS_ROW) == {}  # released with the pointers
+    assert list(store.backend.scan(K.UNPROCESSED_FLAG)) == []  # claims went with the pointers
     assert store.queue_sizes()["standard"] == 0
 
 
@@ -272,23 +273,44 @@ def test_a_crash_in_two_queues_is_claimed_once(store):
 
 
 def test_a_crash_processed_after_the_scan_is_not_claimed_again(store):
-    """The race the claims row must survive: a slow processor's scan read a queue row, then the
-    crash was claimed, processed and its claim released before the slow one appended its claim."""
+    """The race the claims must survive: a slow processor's scan read a queue row, then the crash
+    was claimed, processed and its row deleted before the slow one appended its claim."""
     cid = crash_id("7")
     store.save_raw_crash(raw_crash(cid), {}, cid)
     table, prefix = queue.queue_table("standard")
-    stale = [(row, cells[K.COL_OOID]) for row, cells in queue.queue_rows(store.backend, table, prefix)]
+    slow = queue.Taker(store.backend, "standard", "slow", 60_000, 3, queue.HeldClaims())
+    stale = list(slow.candidates(table, prefix, 16))
+    assert [crash for _row, crash, _state in stale] == [cid]
     assert list(store.new_crashes(processor_id="fast")) == [cid]
     store.save_processed(processed(cid))
-    assert queue.claim_group(store.backend, table, stale, "slow", 60) == []
-    assert store.backend.get_row(K.UNPROCESSED_FLAG, K.CLAIMS_ROW) == {}  # the slow claim was given back
+    assert slow.claim(stale) == []
+    assert list(store.backend.scan(K.UNPROCESSED_FLAG)) == []  # the husk its append made is gone
 
 
-def test_a_group_of_claims_costs_three_calls_whatever_its_size(store):
+def test_a_take_costs_three_calls_whatever_the_group_size(store):
     ids = [crash_id(K.SALTS[i % 16], BASE_TIME, random.Random(i)) for i in range(40)]
     store.save_raw_crashes([(raw_crash(c, BASE_TIME + timedelta(seconds=i)), {}, c) for i, c in enumerate(ids)])
-    table, _prefix = queue.queue_table("standard")
-    group = [(K.time_index_key(c, BASE_TIME + timedelta(seconds=i)), c.encode()) for i, c in enumerate(ids)]
-    before = sum(store.backend.calls.values())
-    assert queue.claim_group(store.backend, table, group, "p", 60) == ids
-    assert sum(store.backend.calls.values()) - before == 3  # claims read, one append, queue rows read
+    before = dict(store.backend.calls)
+    assert list(store.new_crashes(limit=40, processor_id="p")) == ids
+    spent = {kind: n - before.get(kind, 0) for kind, n in store.backend.calls.items() if n != before.get(kind, 0)}
+    scanning = sum(n for kind, n in spent.items() if kind.startswith("scan"))
+    assert spent.pop("get_rows") == 1 and scanning <= 3  # one scanner (open, page, close on Thrift1)
+    if "append_many" in spent:  # the embedded engine: one call for the group's appends
+        assert spent == {"scan": 1, "append_many": 1}
+    else:  # Thrift1 and Bigtable have no batched Append: one (overlapped) RPC per crash
+        assert spent.pop("append") == 40 and set(spent) <= {"scan", "scan_open", "scan_close"}
+
+def test_saving_a_taken_crash_reads_no_crash_row(store, monkeypatch):
+    """The take read the crash rows' state: the save uses it instead of reading them again."""
+    ids = [crash_id(s) for s in "0a"]
+    store.save_raw_crashes([(raw_crash(c, BASE_TIME + timedelta(seconds=i)), {}, c) for i, c in enumerate(ids)])
+    taken = list(store.new_crashes(processor_id="p"))
+    read, real = [], store.backend.get_rows
+    monkeypatch.setattr(store.backend, "get_rows", lambda table, rows, *a, **k: read.append(table) or real(table, rows, *a, **k))
+    store.save_processed_crashes([processed(c) for c in taken])
+    assert K.CRASH_REPORTS not in read and len(store.held_claims) == 0
+    other = crash_id("b")  # not taken through this store: its state is read
+    store.save_raw_crash(raw_crash(other), {}, other)
+    store.save_processed(processed(other))
+    assert read.count(K.CRASH_REPORTS) == 1
+    assert list(store.backend.scan(K.UNPROCESSED_FLAG)) == []

@@ -27,8 +27,16 @@ from ..checks import is_int
 from ..errors import CrashIDNotFound, InvalidArgument
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of
+from ..schema.queue_keys import COL_CLAIM, COL_DEAD, COL_DEAD_LETTER, dead_letter_key
 from . import counters
-from .queue import claims_of, merged_scan, owner_of, release_claims, with_crash_rows
+from .queue import (
+    decode_claims,
+    lease_of,
+    merged_scan,
+    read_dead_letter_cells,
+    with_crash_rows,
+)
+from .states import COL_DEAD_LETTERED, STATE_COLUMNS, crash_state
 
 #: Socorro's default ``forbidden_keys``: removed by get_processed (dotted paths reach inside).
 DEFAULT_FORBIDDEN_KEYS = (
@@ -38,7 +46,6 @@ DEFAULT_FORBIDDEN_KEYS = (
     "upload_file_minidump_browser.json_dump.sensitive",
 )
 MAX_BATCH_BYTES = 32 * 1024 * 1024
-_STATE_COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_PROCESSED_AT, K.COL_HANG, K.COL_SIGNATURE]
 
 
 @dataclass
@@ -225,35 +232,27 @@ def _new_hang_pairs(backend, crashes):
     return out
 
 
-def _state(cells, crash_id):
-    """The processing state of a crash row's state cells."""
-    if K.COL_SUBMITTED not in cells:
-        raise CrashIDNotFound(f"no crash {crash_id}")
-    legacy = cells.get(K.COL_LEGACY)
-    return {
-        "submitted": K.parse_key_timestamp(cells[K.COL_SUBMITTED]),
-        "processed": cells.get(K.COL_PROCESSED) == b"Y",
-        "legacy": int(legacy) if legacy else None,
-        "priority": cells.get(K.COL_PRIORITY),
-        "signature": cells[K.COL_SIGNATURE].decode("utf-8", "surrogatepass") if K.COL_SIGNATURE in cells else None,
-        "processed_at": cells.get(K.COL_PROCESSED_AT),
-        "hang": cells.get(K.COL_HANG),
-    }
-
-
 def read_states(backend, crash_ids):
     """``{crash_id: state}`` for crashes that exist; raise CrashIDNotFound for the first missing."""
     rows = {K.crash_row_key(cid): cid for cid in crash_ids}
-    found = backend.get_rows(K.CRASH_REPORTS, list(rows), columns=_STATE_COLUMNS)
+    found = backend.get_rows(K.CRASH_REPORTS, list(rows), columns=STATE_COLUMNS)
     states = {}
     for row, crash_id in rows.items():
-        states[crash_id] = _state(found.get(row, {}), crash_id)
+        states[crash_id] = crash_state(found.get(row, {}), crash_id)
     return states
 
 
-def write_processed(backend, crashes, live_counters):
-    """Write prepared processed crashes; :class:`CrashIDNotFound` (nothing written) for an unknown one."""
-    states = read_states(backend, [c.crash_id for c in crashes])
+def write_processed(backend, crashes, live_counters, held=None):
+    """Write prepared processed crashes; :class:`CrashIDNotFound` (nothing written) for an unknown one.
+
+    ``held`` (the store's :class:`~.claims.HeldClaims`): the states its takes read are used, and
+    their claims forgotten; only crashes not taken through it have their state read here.
+    """
+    known = held.pop_many([c.crash_id for c in crashes]) if held is not None else {}
+    states = {crash_id: claim.state for crash_id, claim in known.items()}
+    unknown = [c.crash_id for c in crashes if c.crash_id not in states]
+    if unknown:
+        states.update(read_states(backend, unknown))
     sig_puts, crash_rows, stale = [], [], []
     queue_deletes = {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: []}
     increments, fresh = [], []
@@ -267,7 +266,7 @@ def write_processed(backend, crashes, live_counters):
         legacy = state["legacy"] == 0
         # Delete the queue pointers every time, not only on first processing: deletes are
         # idempotent, and a retry after a save that wrote the crash row but failed before these
-        # deletes must not leave the crash queued forever.
+        # deletes must not leave the crash queued forever.  The claims go with the rows.
         queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(key, delete_row=True))
         if legacy:
             queue_deletes[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(key, delete_row=True))
@@ -293,6 +292,9 @@ def write_processed(backend, crashes, live_counters):
                                                     inserts_processed_priority=1)
         if crash.error:
             increments += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS])
+        if state.get("dead_lettered") is not None:  # processed at last: no longer a dead letter
+            mutation.deletes.append(COL_DEAD_LETTERED)
+            queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash.crash_id), delete_row=True))
         crash_rows.append(mutation)
     backend.mutate_rows(K.SIGNATURE_OOID, sig_puts)
     for chunk in _chunks(crash_rows):
@@ -300,8 +302,6 @@ def write_processed(backend, crashes, live_counters):
     for table, mutations in queue_deletes.items():
         if mutations:
             backend.mutate_rows(table, mutations)
-    # after the queue rows: a processor that appends a claim once this is gone finds no queue row
-    backend.mutate_rows(K.UNPROCESSED_FLAG, [release_claims([c.crash_id for c in crashes])])
     if stale:
         backend.mutate_rows(K.SIGNATURE_OOID, stale)
     live_counters.send(increments, lambda: counters.first_seen(backend, fresh))
@@ -312,7 +312,9 @@ def enqueue_priority(backend, crash_ids, now, live_counters):
 
     A crash that already has a pending priority request keeps it (no duplicate row).  The flag is
     set with a check-and-put expecting none, so of two concurrent requests only one wins; the
-    loser deletes the pointer it wrote.
+    loser deletes the pointer it wrote.  A dead-lettered crash is requeued: taken off the
+    dead-letter list, with a fresh claim history (its pending priority row is reset, else it gets
+    a new one).
     """
     try:
         crash_ids = list(dict.fromkeys(crash_ids))
@@ -321,9 +323,11 @@ def enqueue_priority(backend, crash_ids, now, live_counters):
     for crash_id in crash_ids:
         K.validate_crash_id(crash_id)
     states = read_states(backend, crash_ids)
+    dead = [cid for cid in crash_ids if states[cid]["dead_lettered"] is not None]
+    revived = _requeue_dead(backend, dead, states) if dead else 0
     todo = [cid for cid in crash_ids if not states[cid]["priority"]]
     if not todo:
-        return 0
+        return revived
     stamp = K.format_timestamp(now)
     backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(K.priority_key(cid, now), {K.COL_OOID: cid.encode("ascii")})
                                              for cid in todo])
@@ -340,7 +344,27 @@ def enqueue_priority(backend, crash_ids, now, live_counters):
     queued = len(todo) - len(lost)
     if queued:
         live_counters.send(counters.queue_increments(inserts_unprocessed_priority=queued))
-    return queued
+    return queued + revived
+
+
+def _requeue_dead(backend, crash_ids, states):
+    """Take dead letters off the list; reset the claim history of a pending priority row (a crash
+    dead-lettered in the standard or legacy queue gets a new priority request instead, and the
+    standard queue leaves crashes with a pending request to the priority queue).  Returns how many
+    were requeued in place."""
+    mutations, in_place = [], 0
+    for cid in crash_ids:
+        mutations.append(RowMutation(dead_letter_key(cid), delete_row=True))
+        if states[cid]["priority"]:
+            requested = K.parse_key_timestamp(states[cid]["priority"])
+            mutations.append(RowMutation(K.priority_key(cid, requested), deletes=[COL_CLAIM, COL_DEAD]))
+            in_place += 1
+    backend.mutate_rows(K.UNPROCESSED_FLAG, mutations)
+    backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cid), deletes=[COL_DEAD_LETTERED])
+                                          for cid in crash_ids])
+    for cid in crash_ids:
+        states[cid]["dead_lettered"] = None
+    return in_place
 
 # -- reads -----------------------------------------------------------------------------------
 
@@ -412,20 +436,34 @@ def get_processed(backend, crash_id, forbidden_keys=DEFAULT_FORBIDDEN_KEYS):
 
 
 def get_processing_state(backend, crash_id):
-    """Flags, timestamps, the queues the crash is still in, and its claim.
+    """Flags, timestamps, the queues the crash is still in, its claim and its failed attempts.
 
     ``claim`` is the owning claim of the crash's claim history (``{"processor", "claimed",
-    "expires"}``), live or expired; None when it has none (unclaimed, or processed).
+    "expires"}``, ``expires`` including renewals), live or expired; None when it has none
+    (unclaimed, or processed).  ``attempts``: claims whose lease ended without a save;
+    ``dead_lettered``: whether the queue stopped handing it out after too many.
     """
     state = read_states(backend, [crash_id])[crash_id]
     key = K.time_index_key(crash_id, state["submitted"])
-    rows = {"standard": (K.UNPROCESSED_FLAG, key), "legacy": (K.LEGACY_UNPROCESSED_FLAG, key)}
+    claim_rows = [key]
     if state["priority"]:
-        rows["priority"] = (K.UNPROCESSED_FLAG, K.priority_key(crash_id, K.parse_key_timestamp(state["priority"])))
-    queues = [name for name, (table, row) in rows.items()
-              if backend.get_row(table, row, columns=[K.COL_OOID])]
-    history = claims_of(backend, [crash_id]).get(crash_id, [])
-    owner = owner_of(history)
+        claim_rows.insert(0, K.priority_key(crash_id, K.parse_key_timestamp(state["priority"])))
+    rows = backend.get_rows(K.UNPROCESSED_FLAG, claim_rows + [dead_letter_key(crash_id)],
+                            columns=[K.COL_OOID, COL_CLAIM, COL_DEAD, COL_DEAD_LETTER])
+    queues = [name for name, row in (("standard", key), ("priority", claim_rows[0] if state["priority"] else None))
+              if row is not None and rows.get(row, {}).get(K.COL_OOID)]
+    if backend.get_row(K.LEGACY_UNPROCESSED_FLAG, key, columns=[K.COL_OOID]):
+        queues.append("legacy")
+    claim, attempts = None, 0
+    for row in claim_rows:  # the priority row's claim first: that queue hands the crash out
+        history = decode_claims(rows.get(row, {}).get(COL_CLAIM))
+        lease = lease_of(history)
+        if lease.owner is not None:
+            claim = {**history[lease.owner], "expires": lease.expires}
+            claim.pop("token", None)
+            attempts = lease.attempts
+            break
+    dead = read_dead_letter_cells(rows.get(dead_letter_key(crash_id), {}))
     return {
         "crash_id": crash_id,
         "processed": state["processed"],
@@ -435,7 +473,9 @@ def get_processing_state(backend, crash_id):
         "processed_at": state["processed_at"].decode() if state["processed_at"] else None,
         "signature": state["signature"],
         "queues": sorted(queues),
-        "claim": history[owner] if owner is not None else None,
+        "claim": claim,
+        "attempts": dead["attempts"] if dead else attempts,
+        "dead_lettered": dead is not None,
     }
 
 

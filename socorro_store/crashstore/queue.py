@@ -1,4 +1,4 @@
-"""The processing queues: salted merged scans and claims with leases.
+"""The processing queues: salted merged scans, and claims with leases on the queue rows.
 
 Three queues, each a salted time index whose rows point at crashes (``ids:ooid``):
 
@@ -16,26 +16,35 @@ so it is first read with one scan over all buckets and sorted in memory: one sca
 sixteen (3 round trips instead of 48 on HBase's Thrift1).  A longer queue is read by merging the
 16 paged bucket scans with :func:`heapq.merge`.
 
-Claims live in one row, :data:`~socorro_store.schema.keys.CLAIMS_ROW` of the unprocessed_flag table:
-a ``processor_state:<crash id>`` cell per claimed crash, whichever queue it came from (so a crash
-in both the standard and the legacy queue is processed once).  The cell is the crash's claim
-history: a sequence of msgpack maps ``{"processor": str, "claimed": ms, "expires": ms}``.  Its
-owner is found by walking the history (:func:`owner_of`): the first claim owns, and a later
-claim takes over only if it was made at or after the owner's lease expired.
+Claims live on the queue rows (:mod:`socorro_store.schema.queue_keys`): a crash's claim row is its
+standard queue row, whether it was taken from the standard or the legacy queue (so a crash in both
+is processed once), or its priority row.  Its ``processor_state:claim`` cell is the crash's claim
+history (:mod:`.claims`).  So a claim costs what its own crash costs, never what other crashes
+left behind: the row, claim included, is deleted in the call that dequeues the processed crash,
+and no row collects the claims of many crashes.  A crash with a pending priority request is left
+to the priority queue (processing it there dequeues it everywhere).
 
-Taking a group of crashes (:func:`take`) costs three calls, whatever the group's size:
+Taking a group of crashes costs, whatever the group's size:
 
-1. one read of the group's claim cells, to skip crashes under a live lease;
-2. one ``append`` of a claim to each remaining cell (HBase's Append is atomic on the row, and
-   returns each cell's resulting history with our claim last): a claim whose walk ends on it
-   won, so exactly one of racing processors wins each crash;
-3. one read of the won queue rows: a crash processed between the scan and the append has lost
-   its queue row (processing deletes the queue rows first, then the claim cells), so it is
-   dropped instead of processed twice.
+1. the scan, which reads the claim cells with the pointers, so crashes under a live lease or
+   dead-lettered are skipped unread (the legacy queue, whose claims are on the standard rows,
+   reads them in one more call);
+2. one read of the group's crash rows: a pointer is written before its crash row, so a pointer
+   without one is a save in flight and is skipped; the state read here (submitted time, legacy,
+   priority request, signature) is kept for the save, which then reads nothing;
+3. one ``append_many``: a claim record appended to each claim row, plus an empty append to
+   ``ids:ooid`` whose answer says whether the row still exists (a crash processed since the scan
+   has lost its row: the append re-created a husk, which is deleted, and the crash is dropped).
+   An append is atomic on its row, so every racer reads a history with its claim placed, and
+   exactly one finds it owns.  One call on the embedded engine; on HBase's Thrift1, which has no
+   batched Append, one overlapped RPC per crash.
 
-A claim whose lease expired (its processor died) is taken over by the next append, so dead
-processors' crashes come back after ``lease_seconds``.  Saving the processed crash deletes the
-queue rows, then the claim cells.
+A taker holds its claims until it yields them; before yielding, if less than half the lease is
+left, it renews every claim it still holds (yielded but unsaved ones too) in one ``append_many``,
+and drops any it lost: it never yields a crash another processor holds.  Closing the iterator (or
+its garbage collection) releases the claims it never yielded.  A claim whose lease ended without
+a save or release is a failed attempt; after ``max_attempts`` of them the crash is dead-lettered
+(:func:`dead_lettered_crashes`) instead of being handed out again, until ``enqueue_priority``.
 """
 
 import heapq
@@ -43,26 +52,46 @@ import itertools
 import os
 import socket
 import threading
-import time
+import uuid
 
 import msgpack
 
 from ..backends.base import RowMutation
 from ..checks import is_int, is_number
-from ..errors import InvalidArgument
+from ..errors import BackendError, BackendUnavailable, InvalidArgument
 from ..schema.keys import (
-    CLAIMS_ROW,
     COL_OOID,
+    COL_SUBMITTED,
     CRASH_REPORTS,
     LEGACY_UNPROCESSED_FLAG,
     PRIORITY_PREFIX,
     SALTS,
     UNPROCESSED_FLAG,
-    claim_column,
     crash_row_key,
+    parse_key_timestamp,
+    priority_key,
     time_index_order,
     time_index_range,
 )
+from ..schema.queue_keys import (
+    COL_CLAIM,
+    COL_DEAD,
+    COL_DEAD_LETTER,
+    DEAD_LETTER_PREFIX,
+    dead_letter_key,
+    parse_dead_letter_key,
+)
+from .claims import (  # noqa: F401 - the claim vocabulary, re-exported for callers of the queue
+    Held,
+    HeldClaims,
+    decode_claims,
+    encode_claim,
+    lease_of,
+    live_claim,
+    now_ms,
+    owner_of,
+)
+from .states import COL_DEAD_LETTERED, STATE_COLUMNS, crash_state
 
 #: queue name -> (table, row prefix before the salt)
 QUEUES = {
@@ -71,8 +100,10 @@ QUEUES = {
     "priority": (UNPROCESSED_FLAG, PRIORITY_PREFIX),
 }
 DEFAULT_LEASE_SECONDS = 300
+DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_PAGE_SIZE = 256
 CLAIM_GROUP = 16  # claims per call when the caller gave no limit
+_SCAN_COLUMNS = [COL_OOID, COL_CLAIM, COL_DEAD]
 
 
 def queue_table(queue):
@@ -81,49 +112,6 @@ def queue_table(queue):
         return QUEUES[queue]
     except (KeyError, TypeError):
         raise InvalidArgument(f"unknown queue {queue!r}: expected standard, legacy or priority") from None
-
-
-def encode_claim(processor_id, claimed_ms, expires_ms):
-    return msgpack.packb({"processor": processor_id, "claimed": claimed_ms, "expires": expires_ms})
-
-
-def decode_claims(raw):
-    """The claim history of a claim cell, oldest first (a foreign value decodes to no claims)."""
-    if not raw:
-        return []
-    try:
-        claims = list(_unpack_all(raw))
-    except Exception:  # noqa: BLE001 - a cell this library did not write holds no claim
-        return []
-    return [c for c in claims if isinstance(c, dict) and isinstance(c.get("claimed"), int)
-            and isinstance(c.get("expires"), int)]
-
-
-def _unpack_all(raw):
-    unpacker = msgpack.Unpacker(raw=False, max_buffer_size=max(1, len(raw)))
-    unpacker.feed(raw)
-    return unpacker
-
-
-def owner_of(claims):
-    """Index of the claim that owns the crash in a history (None for no claims).
-
-    The first claim owns; a later one takes over when it was made at or after the owner's lease
-    expired.  Every reader of the same history finds the same owner.
-    """
-    owner = None
-    for i, claim in enumerate(claims):
-        if owner is None or claim["claimed"] >= claims[owner]["expires"]:
-            owner = i
-    return owner
-
-
-def live_claim(claims, now_ms):
-    """The owning claim of a history if its lease is still running at ``now_ms``, else None."""
-    owner = owner_of(claims)
-    if owner is None or claims[owner]["expires"] <= now_ms:
-        return None
-    return claims[owner]
 
 
 def default_processor_id():
@@ -171,75 +159,213 @@ _SALT_BYTES = frozenset(salt_char.encode("ascii") for salt_char in SALTS)
 
 
 def take(backend, limit=None, queue="standard", processor_id=None, lease_seconds=DEFAULT_LEASE_SECONDS,
-         page_size=DEFAULT_PAGE_SIZE):
+         page_size=DEFAULT_PAGE_SIZE, max_attempts=DEFAULT_MAX_ATTEMPTS, held=None):
     """Claim crashes from ``queue`` in order; return an iterator of crash ids.
 
     Arguments are validated now; rows are scanned and claimed lazily, a group at a time, as the
-    caller iterates.  ``limit`` caps the number of claims; without one, a caller that stops
-    iterating may leave up to :data:`CLAIM_GROUP` crashes claimed until their lease expires.
+    caller iterates.  ``limit`` caps the number of claims; without one, groups of
+    :data:`CLAIM_GROUP`.  Each crash yielded is owned by the caller when it is yielded, with at
+    least half a lease left; it is recorded in ``held`` (a :class:`HeldClaims`) until saved.
+    ``max_attempts``: expired claims after which a crash is dead-lettered.
     """
     table, prefix = queue_table(queue)
     if limit is not None and (not is_int(limit) or limit < 0):
         raise InvalidArgument(f"limit must be a non-negative int or None: {limit!r}")
     if not is_number(lease_seconds) or not lease_seconds > 0:
         raise InvalidArgument(f"lease_seconds must be a positive number: {lease_seconds!r}")
+    if not is_int(max_attempts) or max_attempts < 1:
+        raise InvalidArgument(f"max_attempts must be a positive int: {max_attempts!r}")
     if processor_id is None:
         processor_id = default_processor_id()
     elif not isinstance(processor_id, str) or not processor_id:
         raise InvalidArgument(f"processor_id must be a non-empty string: {processor_id!r}")
     if limit is not None:
         page_size = max(1, min(page_size, limit * 2))
-    return _take(backend, table, prefix, limit, processor_id, lease_seconds, page_size)
+    taker = Taker(backend, queue, processor_id, max(1, int(lease_seconds * 1000)), max_attempts,
+                  HeldClaims() if held is None else held)
+    return taker.run(table, prefix, limit, page_size)
 
 
-def _take(backend, table, prefix, limit, processor_id, lease_seconds, page_size):
-    if limit == 0:
-        return
-    claimed = 0
-    rows = queue_rows(backend, table, prefix, columns=[COL_OOID], page_size=page_size)
-    rows = ((row, cells[COL_OOID]) for row, cells in rows if cells.get(COL_OOID))  # half-deleted: repair's job
-    candidates = with_crash_rows(backend, rows, lambda item: item[1], page_size)
+class Taker:
+    """One ``new_crashes()`` iterator: its token, and the claims it holds."""
+
+    def __init__(self, backend, queue, processor_id, lease_ms, max_attempts, held):
+        self.backend, self.queue, self.processor_id = backend, queue, processor_id
+        self.lease_ms, self.max_attempts, self.held = lease_ms, max_attempts, held
+        self.token = uuid.uuid4().hex
+
+    def run(self, table, prefix, limit, page_size):
+        pending, yielded, taken = [], [], 0  # claimed not yet yielded; yielded (maybe unsaved)
+        try:
+            if limit == 0:
+                return
+            candidates = self.candidates(table, prefix, page_size)
+            while limit is None or taken < limit:
+                if not pending:
+                    want = CLAIM_GROUP if limit is None else min(page_size, limit - taken)
+                    group = list(itertools.islice(candidates, want))
+                    if not group:
+                        return
+                    pending = self.claim(group)
+                    continue
+                if pending[0].expires - now_ms() < self.lease_ms // 2:
+                    unsaved = [h for h in yielded if self.held.get(h.crash_id) is h]
+                    kept = {id(h) for h in self.renew(unsaved + pending)}
+                    yielded = [h for h in unsaved if id(h) in kept]
+                    pending = [h for h in pending if id(h) in kept]
+                    continue
+                claim = pending.pop(0)
+                self.held.add(claim)
+                yielded.append(claim)
+                taken += 1
+                yield claim.crash_id
+        finally:
+            if pending:
+                try:
+                    release(self.backend, pending)
+                except (BackendUnavailable, BackendError):
+                    pass  # their leases run out instead
+
+    def candidates(self, table, prefix, page_size):
+        """``(claim row, crash id, state)`` of the queue's crashes that look free, in order."""
+        rows = queue_rows(self.backend, table, prefix, columns=_SCAN_COLUMNS, page_size=page_size)
+        at = now_ms()
+        free = ((row, cells[COL_OOID]) for row, cells in rows
+                if cells.get(COL_OOID) and _free(cells, at))  # no ooid: half-deleted, repair's job
+        for batch in _batches(with_crash_cells(self.backend, free, lambda item: item[1], page_size), page_size):
+            if self.queue == "legacy":
+                batch = self.legacy_claim_rows(batch)
+            for (row, raw_id), cells in batch:
+                crash_id = raw_id.decode("ascii")
+                state = crash_state(cells, crash_id)
+                if self.queue == "priority":
+                    if not state["priority"] or priority_key(crash_id, parse_key_timestamp(state["priority"])) != row:
+                        continue  # a stale request: scrutiny's orphan
+                elif state["priority"]:
+                    continue  # requested again: the priority queue hands it out (and dequeues it here)
+                yield row, crash_id, state
+
+    def legacy_claim_rows(self, batch):
+        """A legacy crash is claimed on its standard row (same key): keep those free there."""
+        rows = self.backend.get_rows(UNPROCESSED_FLAG, [row for (row, _id), _cells in batch], columns=_SCAN_COLUMNS)
+        at = now_ms()
+        return [item for item in batch
+                if rows.get(item[0][0], {}).get(COL_OOID) and _free(rows[item[0][0]], at)]
+
+    def claim(self, group):
+        """Claim ``[(claim row, crash id, state)]``; the :class:`Held` claims won, in order."""
+        ids = {}
+        for row, crash_id, state in group:
+            ids.setdefault(row, (crash_id, state))
+        at = now_ms()
+        record = encode_claim(self.processor_id, at, at + self.lease_ms, self.token)
+        rows = list(ids)
+        results = self.backend.append_many(UNPROCESSED_FLAG, [(row, {COL_CLAIM: record, COL_OOID: b""}) for row in rows])
+        won, dead, cleanup = [], [], []
+        for row, result in zip(rows, results):
+            crash_id, state = ids[row]
+            if not result.get(COL_OOID):
+                cleanup.append(RowMutation(row, delete_row=True))  # processed since the scan
+                continue
+            history = decode_claims(result.get(COL_CLAIM))
+            lease = lease_of(history)
+            if lease.token(history) != self.token:
+                continue
+            if lease.attempts >= self.max_attempts:
+                dead.append((row, crash_id, lease.attempts))
+                continue
+            won.append(Held(crash_id, row, self.token, self.processor_id, lease.expires, state))
+        if dead or cleanup:
+            dead_letter(self.backend, self.queue, dead, cleanup)
+        return won
+
+    def renew(self, claims):
+        """Extend the leases of ``claims`` in one call; return those still owned."""
+        if not claims:
+            return []
+        at = now_ms()
+        record = encode_claim(self.processor_id, at, at + self.lease_ms, self.token)
+        results = self.backend.append_many(
+            UNPROCESSED_FLAG, [(h.claim_row, {COL_CLAIM: record, COL_OOID: b""}) for h in claims])
+        kept, lost, cleanup = [], [], []
+        for claim, result in zip(claims, results):
+            history = decode_claims(result.get(COL_CLAIM))
+            lease = lease_of(history)
+            if not result.get(COL_OOID):
+                cleanup.append(RowMutation(claim.claim_row, delete_row=True))
+                lost.append(claim.crash_id)
+            elif lease.token(history) == self.token and lease.attempts < self.max_attempts:
+                claim.expires = lease.expires
+                kept.append(claim)
+            else:
+                lost.append(claim.crash_id)
+        self.held.discard(lost, self.token)
+        if cleanup:
+            self.backend.mutate_rows(UNPROCESSED_FLAG, cleanup)
+        return kept
+
+
+def _free(cells, at_ms):
+    """Whether a claim row's cells show no live lease and no dead letter."""
+    return not cells.get(COL_DEAD) and not lease_of(decode_claims(cells.get(COL_CLAIM))).live(at_ms)
+
+
+def _batches(items, size):
     while True:
-        # Claim in groups, never more than the limit still allows, and without a limit in small
-        # groups: a caller that stops iterating leaves at most a group claimed, and those come
-        # back when their lease expires.
-        want = CLAIM_GROUP if limit is None else min(page_size, limit - claimed)
-        group = list(itertools.islice(candidates, want))
-        if not group:
+        batch = list(itertools.islice(items, size))
+        if not batch:
             return
-        for crash_id in claim_group(backend, table, group, processor_id, lease_seconds):
-            claimed += 1
-            yield crash_id
-        if limit is not None and claimed >= limit:
-            return
+        yield batch
 
 
-def claim_group(backend, table, group, processor_id, lease_seconds):
-    """Claim the crashes of ``[(queue row, crash id bytes)]`` not under a live lease; return the
-    crash ids won, in the group's order (three calls: see the module docstring)."""
-    ids = {}
-    for row, raw_id in group:
-        crash_id = raw_id.decode("ascii")
-        ids.setdefault(claim_column(crash_id), (row, crash_id))  # a crash once, if queued twice
-    now_ms = int(time.time() * 1000)
-    current = backend.get_rows(UNPROCESSED_FLAG, [CLAIMS_ROW], columns=list(ids)).get(CLAIMS_ROW, {})
-    free = [column for column in ids if live_claim(decode_claims(current.get(column)), now_ms) is None]
-    if not free:
-        return []
-    claim = encode_claim(processor_id, now_ms, now_ms + int(lease_seconds * 1000))
-    [result] = backend.append_many(UNPROCESSED_FLAG, [(CLAIMS_ROW, {column: claim for column in free})])
-    won = []
-    for column in free:
-        history = decode_claims(result.get(column, b""))
-        if history and owner_of(history) == len(history) - 1:
-            won.append(column)
-    if not won:
-        return []
-    queued = backend.get_rows(table, [ids[column][0] for column in won], columns=[COL_OOID])
-    gone = [column for column in won if ids[column][0] not in queued]
-    if gone:  # processed since the scan read them: give their claims back
-        backend.mutate_rows(UNPROCESSED_FLAG, [RowMutation(CLAIMS_ROW, deletes=gone)])
-    return [ids[column][1] for column in won if ids[column][0] in queued]
+def release(backend, claims):
+    """Give back :class:`Held` claims (not processed, not a failed attempt), one call."""
+    if not claims:
+        return 0
+    at = now_ms()
+    backend.append_many(UNPROCESSED_FLAG, [
+        (h.claim_row, {COL_CLAIM: encode_claim(h.processor_id, at, at, h.token, released=True)}) for h in claims])
+    return len(claims)
+
+
+def dead_letter(backend, queue, dead, cleanup=()):
+    """Stop handing out ``[(claim row, crash id, attempts)]``: mark their claim rows, list them
+    under ``~dead/``, and flag their crash rows (``cleanup``: more mutations of the queue table)."""
+    mutations = list(cleanup)
+    for row, crash_id, attempts in dead:
+        mutations.append(RowMutation(row, {COL_DEAD: str(attempts).encode("ascii")}))
+        mutations.append(RowMutation(dead_letter_key(crash_id), {COL_DEAD_LETTER: msgpack.packb(
+            {"attempts": attempts, "queue": queue, "claim_row": row, "at": now_ms()})}))
+    backend.mutate_rows(UNPROCESSED_FLAG, mutations)
+    if dead:
+        backend.mutate_rows(CRASH_REPORTS, [RowMutation(crash_row_key(crash_id), {
+            COL_DEAD_LETTERED: str(attempts).encode("ascii")}) for _row, crash_id, attempts in dead])
+
+
+def dead_lettered_crashes(backend, limit=None):
+    """The dead-lettered crashes, ``[{"crash_id", "attempts", "queue", "dead_lettered_at"}]`` in
+    crash id order (one scan of the ``~dead/`` rows, bounded by the dead letters; ``limit`` caps
+    the list).  ``dead_lettered_at`` is in ms since the epoch."""
+    out = []
+    for row, cells in backend.scan(UNPROCESSED_FLAG, prefix=DEAD_LETTER_PREFIX, columns=[COL_DEAD_LETTER],
+                                   limit=limit):
+        record = read_dead_letter_cells(cells)
+        if record is not None:
+            out.append({"crash_id": parse_dead_letter_key(row), "attempts": record.get("attempts"),
+                        "queue": record.get("queue"), "dead_lettered_at": record.get("at")})
+    return out
+
+
+def read_dead_letter_cells(cells):
+    """The record of a dead letter row's cells; None for no (or a foreign) dead letter."""
+    raw = cells.get(COL_DEAD_LETTER)
+    if not raw:
+        return None
+    try:
+        record = msgpack.unpackb(raw, raw=False)
+    except (ValueError, msgpack.UnpackException):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def with_crash_rows(backend, items, crash_id_of, chunk=DEFAULT_PAGE_SIZE, columns=(COL_OOID,), accept=None):
@@ -269,13 +395,16 @@ def _crash_row(crash_id):
         return None
 
 
-def claims_of(backend, crash_ids):
-    """``{crash id: claim history}`` of the crashes that have a claim cell."""
-    columns = {claim_column(crash_id): crash_id for crash_id in crash_ids}
-    cells = backend.get_rows(UNPROCESSED_FLAG, [CLAIMS_ROW], columns=list(columns)).get(CLAIMS_ROW, {})
-    return {columns[column]: decode_claims(raw) for column, raw in cells.items()}
+def with_crash_cells(backend, items, crash_id_of, chunk=DEFAULT_PAGE_SIZE, columns=STATE_COLUMNS):
+    """:func:`with_crash_rows` that also passes on each crash row's ``columns``: ``(item, cells)``."""
+    while True:
+        batch = list(itertools.islice(items, chunk))
+        if not batch:
+            return
+        keyed = [(_crash_row(crash_id_of(item)), item) for item in batch]
+        keyed = [(row, item) for row, item in keyed if row is not None]
+        found = backend.get_rows(CRASH_REPORTS, [row for row, _item in keyed], columns=list(columns))
+        for row, item in keyed:
+            if COL_SUBMITTED in found.get(row, {}):
+                yield item, found[row]
 
-
-def release_claims(crash_ids):
-    """The mutation deleting the claim cells of processed crashes (after their queue rows)."""
-    return RowMutation(CLAIMS_ROW, deletes=[claim_column(crash_id) for crash_id in crash_ids])

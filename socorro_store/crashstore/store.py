@@ -13,8 +13,8 @@ from ..checks import is_int
 from ..errors import InvalidArgument
 from ..schema import keys as K
 from ..schema.table_admin import create_tables
-from . import counters, crashes
-from .queue import DEFAULT_LEASE_SECONDS, take
+from . import counters, crashes, queue
+from .queue import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_ATTEMPTS, HeldClaims, take
 
 
 def open_store(url=None, **options):
@@ -101,7 +101,7 @@ class CrashStore:
             self.backend.check_mutation_size(K.CRASH_REPORTS, RowMutation(
                 K.crash_row_key(crash.crash_id), crash.puts, [K.COL_PRIORITY]))
         if prepared:
-            crashes.write_processed(self.backend, prepared, self.live_counters)
+            crashes.write_processed(self.backend, prepared, self.live_counters, self.held_claims)
         return len(prepared)
 
     # -- reading -----------------------------------------------------------------------------
@@ -128,9 +128,39 @@ class CrashStore:
         return crashes.get_processing_state(self.backend, crash_id)
 
     # -- the queue ---------------------------------------------------------------------------
-    def new_crashes(self, limit=None, queue="standard", processor_id=None, lease_seconds=DEFAULT_LEASE_SECONDS):
-        """Yield crash ids of ``queue`` in submission order, each claimed for the caller."""
-        return take(self.backend, limit, queue, processor_id, lease_seconds)
+    def new_crashes(self, limit=None, queue="standard", processor_id=None, lease_seconds=DEFAULT_LEASE_SECONDS,
+                    max_attempts=DEFAULT_MAX_ATTEMPTS):
+        """Yield crash ids of ``queue`` in submission order, each owned by the caller when yielded.
+
+        Leases are renewed while the iterator holds claims; closing it gives back the ones it
+        never yielded.  A crash whose claims expired ``max_attempts`` times without a save is
+        dead-lettered instead (:meth:`dead_lettered_crashes`; :meth:`enqueue_priority` requeues).
+        """
+        return take(self.backend, limit, queue, processor_id, lease_seconds, max_attempts=max_attempts,
+                    held=self.held_claims)
+
+    @property
+    def held_claims(self):
+        """This store's claims taken and not yet saved (:class:`~.claims.HeldClaims`)."""
+        held = self.__dict__.get("_held_claims")
+        if held is None:  # made on first use; setdefault keeps one if two threads race here
+            held = self.__dict__.setdefault("_held_claims", HeldClaims())
+        return held
+
+    def release(self, crash_id):
+        """Give back a crash taken with :meth:`new_crashes` that will not be processed."""
+        return self.release_crashes([crash_id])
+
+    def release_crashes(self, crash_ids):
+        """Give back crashes this store holds (not counted as failed attempts); returns how many."""
+        if isinstance(crash_ids, str):
+            crash_ids = [crash_ids]
+        claims = self.held_claims.pop_many(list(crash_ids))
+        return queue.release(self.backend, list(claims.values()))
+
+    def dead_lettered_crashes(self, limit=None):
+        """Crashes the queue stopped handing out: ``[{"crash_id", "attempts", "queue", ...}]``."""
+        return queue.dead_lettered_crashes(self.backend, limit)
 
     def enqueue_priority(self, crash_ids):
         """Ask for (re)processing of existing crashes; returns how many were queued."""

@@ -49,8 +49,8 @@ Columns (``family:qualifier``)::
                     ``upload_file_minidump``), timestamps:submitted (T), timestamps:processed (T),
                     processed_data:json, processed_data:signature
     time indexes    ids:ooid (the crash id)
-    unprocessed_flag row ``~claims`` (:data:`CLAIMS_ROW`): processor_state:<crash id> -> the
-                    crash's claim history (msgpack maps, see :mod:`socorro_store.crashstore.queue`)
+    queue rows      processor_state:claim / :dead, and ``~dead/<crash id>`` rows: the claims and
+                    dead letters, laid out in :mod:`socorro_store.schema.queue_keys`
     hang_id         ids:ooid:<ProcessType> -> crash id; ids:paired (marker, pair counted once)
     hang_id_submitted_time   ids:ooid, ids:hang
     signature_ooid  ids:ooid
@@ -209,9 +209,9 @@ def time_index_stamp(key):
     return key[1:1 + TIMESTAMP_LEN]
 
 
-#: The claims row of the unprocessed_flag table: one ``processor_state:<crash id>`` column per
-#: claimed crash, whichever queue it was taken from.  ``~`` sorts after every salt and after
-#: ``priority/``, so no queue scan meets it.
+#: The former claims row (one ``processor_state:<crash id>`` column per claimed crash): no longer
+#: written, since claims moved onto the queue rows (:mod:`.queue_keys`).  A store upgraded in place
+#: may still hold one: ``~`` sorts after every salt and ``priority/``, so no queue scan meets it.
 CLAIMS_ROW = b"~claims"
 
 

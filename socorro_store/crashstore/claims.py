@@ -1,0 +1,161 @@
+"""Claim histories: who owns a queued crash, until when, and after how many failed attempts.
+
+A claim row (:mod:`socorro_store.schema.queue_keys`) holds one cell, the crash's claim history: a
+sequence of msgpack records appended with HBase's Append (atomic on the row), oldest first::
+
+    {"processor": str, "claimed": ms, "expires": ms, "token": str}             a claim or a renewal
+    {"processor": str, "claimed": ms, "expires": ms, "token": str, "released": True}   a release
+
+``token`` names one taker (one ``new_crashes()`` iterator).  Every reader of a history finds the
+same lease by walking it (:func:`lease_of`):
+
+* the first claim owns; a later claim takes over only if it was made at or after the owner's
+  lease ended, so of racing appends exactly one wins;
+* a record with the owner's token made while its lease runs is a renewal (the lease ends at the
+  later expiry) or a release (the lease ends now, and does not count as a failed attempt);
+* each takeover of a lease that ended without a release is one failed attempt: the processor died,
+  hung, or never saved.  After ``max_attempts`` of them the crash is dead-lettered.
+
+A history grows by one record per claim, renewal, release and lost race, all bounded by the
+crash's own processing, never by how many other crashes were processed: the row goes when the
+crash is processed.
+"""
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import msgpack
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+def encode_claim(processor_id, claimed_ms, expires_ms, token=None, released=False):
+    record = {"processor": processor_id, "claimed": claimed_ms, "expires": expires_ms}
+    if token is not None:
+        record["token"] = token
+    if released:
+        record["released"] = True
+    return msgpack.packb(record)
+
+
+def decode_claims(raw):
+    """The records of a claim history, oldest first (a foreign value decodes to no records)."""
+    if not raw:
+        return []
+    try:
+        unpacker = msgpack.Unpacker(raw=False, max_buffer_size=max(1, len(raw)))
+        unpacker.feed(raw)
+        records = list(unpacker)
+    except Exception:  # noqa: BLE001 - a cell this library did not write holds no claim
+        return []
+    return [r for r in records if isinstance(r, dict) and isinstance(r.get("claimed"), int)
+            and isinstance(r.get("expires"), int)]
+
+
+@dataclass(frozen=True)
+class Lease:
+    """The outcome of a history walk: the owning record's index, when its lease ends, whether it
+    was released, and how many earlier owners' leases ended without a release."""
+
+    owner: object  # int index into the history, or None
+    expires: int = 0
+    released: bool = False
+    attempts: int = 0
+
+    def token(self, claims):
+        return claims[self.owner].get("token") if self.owner is not None else None
+
+    def live(self, at_ms):
+        return self.owner is not None and self.expires > at_ms
+
+
+def lease_of(claims):
+    """Walk a history (see the module docstring); every reader finds the same :class:`Lease`."""
+    owner, expires, released, attempts = None, 0, False, 0
+    for i, record in enumerate(claims):
+        token = record.get("token")
+        if owner is not None and token is not None and token == claims[owner].get("token") \
+                and record["claimed"] < expires:
+            if record.get("released"):
+                expires, released = record["claimed"], True
+            else:
+                expires = max(expires, record["expires"])
+            continue
+        if owner is None or record["claimed"] >= expires:
+            if record.get("released"):
+                continue  # a release after the lease ended gives nothing back
+            if owner is not None and not released:
+                attempts += 1
+            owner, expires, released = i, record["expires"], False
+    return Lease(owner, expires, released, attempts)
+
+
+def owner_of(claims):
+    """Index of the record that owns the crash in a history (None for no claims)."""
+    return lease_of(claims).owner
+
+
+def live_claim(claims, now_ms):  # the caller's clock reading (shadows the function here only)
+    """The owning record of a history if its lease still runs at ``now_ms``, else None."""
+    lease = lease_of(claims)
+    return claims[lease.owner] if lease.live(now_ms) else None
+
+
+@dataclass
+class Held:
+    """A claim a store holds: what the take learned, so saving the crash need not read it again.
+
+    ``state`` is the crash row's processing state as :func:`crashes.read_states` gives it.
+    """
+
+    crash_id: str
+    claim_row: bytes
+    token: str
+    processor_id: str
+    expires: int
+    state: dict = field(default_factory=dict)
+
+
+class HeldClaims:
+    """A store's claims not yet saved: ``crash id -> Held``.  Thread-safe.
+
+    Entries go when their crash is saved or released; an entry whose lease ended long ago (its
+    processor never saved) is dropped on the next :meth:`add`, so the map stays bounded by what is
+    in flight.
+    """
+
+    def __init__(self):
+        self._held = {}
+        self._lock = threading.Lock()
+
+    def add(self, held):
+        with self._lock:
+            self._held[held.crash_id] = held
+            if len(self._held) > 4096:
+                cutoff = now_ms()
+                for crash_id in [c for c, h in self._held.items() if h.expires <= cutoff]:
+                    del self._held[crash_id]
+
+    def pop_many(self, crash_ids):
+        """``{crash id: Held}`` of those held, removed from the map."""
+        with self._lock:
+            return {c: self._held.pop(c) for c in crash_ids if c in self._held}
+
+    def get(self, crash_id):
+        with self._lock:
+            return self._held.get(crash_id)
+
+    def discard(self, crash_ids, token=None):
+        """Forget the crashes (only those claimed by ``token``, if given)."""
+        with self._lock:
+            for crash_id in crash_ids:
+                held = self._held.get(crash_id)
+                if held is not None and (token is None or held.token == token):
+                    del self._held[crash_id]
+
+    def __len__(self):
+        with self._lock:
+            return len(self._held)

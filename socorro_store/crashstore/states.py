@@ -1,0 +1,31 @@
+"""A crash's processing state, as the crash row's state cells say it.
+
+Shared by the queue (a take reads it while checking the crash row exists, and keeps it for the
+save) and by :mod:`crashes` (saving, reprocessing requests, ``get_processing_state``).
+"""
+
+from ..errors import CrashIDNotFound
+from ..schema import keys as K
+
+#: ``flags:dead_lettered``: the failed attempts of a crash the queue stopped handing out (our
+#: addition; see :mod:`socorro_store.schema.queue_keys`).
+COL_DEAD_LETTERED = b"flags:dead_lettered"
+STATE_COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_PROCESSED_AT, K.COL_HANG, K.COL_SIGNATURE]
+
+
+def crash_state(cells, crash_id):
+    """The processing state of a crash row's state cells; CrashIDNotFound without a crash row."""
+    if K.COL_SUBMITTED not in cells:
+        raise CrashIDNotFound(f"no crash {crash_id}")
+    legacy = cells.get(K.COL_LEGACY)
+    dead = cells.get(COL_DEAD_LETTERED)
+    return {
+        "submitted": K.parse_key_timestamp(cells[K.COL_SUBMITTED]),
+        "processed": cells.get(K.COL_PROCESSED) == b"Y",
+        "legacy": int(legacy) if legacy else None,
+        "priority": cells.get(K.COL_PRIORITY),
+        "signature": cells[K.COL_SIGNATURE].decode("utf-8", "surrogatepass") if K.COL_SIGNATURE in cells else None,
+        "processed_at": cells.get(K.COL_PROCESSED_AT),
+        "hang": cells.get(K.COL_HANG),
+        "dead_lettered": int(dead) if dead and dead.isdigit() else None,
+    }

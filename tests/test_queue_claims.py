@@ -1,0 +1,256 @@
+"""Claims on the queue rows: bounded cost, owned yields, renewal, release, dead letters."""
+
+import random
+import sqlite3
+import time
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+
+from socorro_store import InvalidArgument, open_store
+from socorro_store.crashstore import queue
+from socorro_store.demo import synthetic_crashes
+from socorro_store.schema import keys as K
+from socorro_store.schema import queue_keys as QK
+
+
+def _lifecycle(store, seed, n, batch=200):
+    """Save ``n`` crashes, take them all and save them processed, ``batch`` at a time."""
+    data = synthetic_crashes(n, date(2016, 9, 18), seed=seed, dump_kb=0, signatures=5)
+    planned = {cid: sig for _r, _d, cid, sig in data}
+    for i in range(0, n, batch):
+        store.save_raw_crashes([(raw, dumps, cid) for raw, dumps, cid, _sig in data[i:i + batch]])
+        taken = list(store.new_crashes(limit=batch, processor_id="bulk"))
+        store.save_processed_crashes([{"uuid": c, "signature": planned[c], "success": True,
+                                       "completeddatetime": datetime.now(timezone.utc).isoformat()}
+                                      for c in taken])
+
+
+def _probe(store, seed):
+    """Calls spent by a take of 16 crashes (then processed)."""
+    data = synthetic_crashes(16, date(2016, 9, 18), seed=seed, dump_kb=0, signatures=5)
+    store.save_raw_crashes([(raw, dumps, cid) for raw, dumps, cid, _sig in data])
+    before = sum(store.backend.calls.values())
+    taken = list(store.new_crashes(limit=16, processor_id="probe"))
+    spent = sum(store.backend.calls.values()) - before
+    assert sorted(taken) == sorted(cid for _r, _d, cid, _s in data)
+    store.save_processed_crashes([processed(c) for c in taken])
+    return spent
+
+
+def _largest_rows(directory, table_prefix=None):
+    """``{table: most cells + delete markers held by one row}`` read from the engine's SQLite
+    files (every version and every marker, which the backend contract never shows)."""
+    directory = Path(directory)
+    catalog = sqlite3.connect(f"file:{directory / 'catalog.sqlite'}?mode=ro", uri=True)
+    out = {}
+    for name, file in catalog.execute("SELECT name, file FROM tables"):
+        name = name.decode() if isinstance(name, bytes) else name
+        if table_prefix is not None:
+            if not name.startswith(table_prefix + "_"):
+                continue
+            name = name[len(table_prefix) + 1:]
+        conn = sqlite3.connect(f"file:{directory / 'tables' / file}?mode=ro", uri=True)
+        counts = {}
+        if name == K.METRICS:  # the queue counters row on its own: fixed columns, but versions?
+            for sql in ("SELECT COUNT(*) FROM cells WHERE row=?", "SELECT COUNT(*) FROM markers WHERE row=?"):
+                out[K.QUEUE_ROW] = out.get(K.QUEUE_ROW, 0) + conn.execute(sql, (K.QUEUE_ROW,)).fetchone()[0]
+        for sql in ("SELECT row, COUNT(*) FROM cells GROUP BY row", "SELECT row, COUNT(*) FROM markers GROUP BY row"):
+            for row, n in conn.execute(sql):
+                counts[row] = counts.get(row, 0) + n
+        out[name] = max(counts.values(), default=0)
+        conn.close()
+    catalog.close()
+    return out
+
+
+@pytest.fixture(params=["embedded", "gateway"])
+def probed_store(request, tmp_path):
+    """``(store, largest_rows())`` on the embedded engine, or through a real gateway on loopback."""
+    if request.param == "embedded":
+        url, directory, prefix = f"embedded://{tmp_path / 'store'}", tmp_path / "store", None
+    else:
+        gateway = request.getfixturevalue("gateway_buffered_binary")
+        prefix = "q" + str(time.time_ns())[-9:]
+        url, directory = f"{gateway.url()}&table_prefix={prefix}", gateway.directory
+    with open_store(url) as store:
+        store.create_tables()
+        yield store, lambda: _largest_rows(directory, prefix)
+
+
+def test_claim_cost_and_row_sizes_do_not_grow_with_processed_crashes(probed_store):
+    store, largest_rows = probed_store
+    _lifecycle(store, seed=1, n=600)  # every signature and counter column exists by now
+    calls_after_few = _probe(store, seed=2)
+    rows_after_few = largest_rows()
+    _lifecycle(store, seed=3, n=2000)
+    calls_after_many = _probe(store, seed=4)
+    rows_after_many = largest_rows()
+    assert calls_after_many == calls_after_few
+    # No row of any table (the queues, the queue counters row, metrics, ...) holds more cells or
+    # markers after 2,600 processed crashes than after 600.
+    # (The signature tables hold a row per signature and a column per signature and interval: each
+    # seed draws new signature names, so they grow with the names, by design, not with the crashes.)
+    by_signature = {K.SIGNATURES, K.SIGNATURES_SEEN}
+    grown = {t: (rows_after_few.get(t), n) for t, n in rows_after_many.items()
+             if n > rows_after_few.get(t, 0) and t not in by_signature}
+    assert grown == {}
+    assert rows_after_many[K.QUEUE_ROW] == len(store.get_metrics("crash_report_queues"))  # 1 version each
+    assert rows_after_many[K.UNPROCESSED_FLAG] <= 4 and rows_after_many[K.LEGACY_UNPROCESSED_FLAG] <= 2
+    assert list(store.backend.scan(K.UNPROCESSED_FLAG)) == []
+
+
+def _save(store, cids):
+    store.save_raw_crashes([(raw_crash(c, BASE_TIME + timedelta(seconds=i)), {}, c) for i, c in enumerate(cids)])
+
+
+def _ids(n, salt_cycle=K.SALTS):
+    return [crash_id(salt_cycle[i % len(salt_cycle)], BASE_TIME, random.Random(1000 + i)) for i in range(n)]
+
+
+def test_a_processor_that_outlives_its_lease_never_yields_a_crash_another_holds(embedded_url):
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        cids = _ids(20)
+        _save(store, cids)
+        slow = store.new_crashes(processor_id="slow", lease_seconds=1.0)
+        first = next(slow)  # its group of 16 is claimed
+        time.sleep(1.1)  # ...and its lease ends while it works on the first
+        fast = list(store.new_crashes(processor_id="fast"))
+        assert sorted(fast) == sorted(cids)  # the first, its 15 unyielded claims, and the rest
+        assert list(slow) == []  # the slow one finds it lost them all, and yields none
+        store.save_processed_crashes([processed(c) for c in fast])
+        assert first in fast and store.queue_sizes()["standard"] == 0
+
+
+def test_leases_are_renewed_while_the_iterator_holds_claims(embedded_url):
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        cids = _ids(20)
+        _save(store, cids)
+        worker = store.new_crashes(processor_id="worker", lease_seconds=2.0)
+        done = [next(worker)]
+        time.sleep(1.2)  # past half the lease: the next yield renews the 15 it holds
+        store.save_processed(processed(done[0]))
+        done.append(next(worker))
+        time.sleep(1.2)  # past the first lease's end, within the renewed one
+        other = list(store.new_crashes(processor_id="other", lease_seconds=60))
+        assert other == cids[16:]  # only what the worker never claimed
+        done += list(worker)
+        assert done == cids[:16]
+        assert store.get_processing_state(cids[5])["claim"]["processor"] == "worker"
+        assert store.get_processing_state(cids[5])["attempts"] == 0  # a renewal is no new attempt
+
+
+def test_closing_an_iterator_and_release_give_claims_back(embedded_url):
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        cids = _ids(6)
+        _save(store, cids)
+        taker = store.new_crashes(limit=5, processor_id="a")
+        first = next(taker)
+        taker.close()  # the 4 claimed but never yielded go back now
+        assert list(store.new_crashes(processor_id="b")) == cids[1:]
+        assert store.release(first) == 1
+        assert store.release(first) == 0  # no longer held
+        state = store.get_processing_state(first)
+        assert state["attempts"] == 0 and not state["dead_lettered"]
+        assert list(store.new_crashes(processor_id="c")) == [first]
+
+
+def test_a_poison_crash_is_dead_lettered_after_its_attempts_and_requeued_by_priority(embedded_url):
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        poison, fine = _ids(2)
+        _save(store, [poison, fine])
+        assert list(store.new_crashes(limit=1, processor_id="p", lease_seconds=0.3)) == [poison]
+        for attempt in (1, 2):  # the processor dies each time: the lease runs out
+            time.sleep(0.35)
+            assert list(store.new_crashes(limit=1, processor_id="p", lease_seconds=0.3)) == [poison]
+            assert store.get_processing_state(poison)["attempts"] == attempt
+        time.sleep(0.35)
+        # the 4th claim finds 3 failed attempts (the default): not handed out, and the next crash is
+        assert list(store.new_crashes(limit=1, processor_id="p", lease_seconds=0.3)) == [fine]
+        state = store.get_processing_state(poison)
+        assert state["dead_lettered"] is True and state["attempts"] == 3 and state["queues"] == ["standard"]
+        listed = store.dead_lettered_crashes()
+        assert [(d["crash_id"], d["attempts"], d["queue"]) for d in listed] == [(poison, 3, "standard")]
+        time.sleep(0.35)
+        assert list(store.new_crashes(processor_id="q")) == [fine]  # still not the poison
+        store.save_processed(processed(fine))
+        assert store.enqueue_priority([poison]) == 1
+        assert store.dead_lettered_crashes() == []
+        assert list(store.new_crashes(processor_id="q")) == []  # the priority queue has it
+        assert list(store.new_crashes(queue="priority", processor_id="q")) == [poison]
+        store.save_processed(processed(poison))
+        state = store.get_processing_state(poison)
+        assert state["processed"] and state["queues"] == [] and not state["dead_lettered"]
+        assert list(store.backend.scan(K.UNPROCESSED_FLAG)) == []
+        assert K.crash_row_key(poison) and b"flags:dead_lettered" not in store.backend.get_row(
+            K.CRASH_REPORTS, K.crash_row_key(poison))
+
+
+def test_a_dead_letter_of_the_priority_queue_is_requeued_in_place(embedded_url):
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        [cid] = _ids(1)
+        _save(store, [cid])
+        store.save_processed(processed(cid))
+        assert store.enqueue_priority([cid]) == 1
+        assert list(store.new_crashes(queue="priority", lease_seconds=0.2, max_attempts=1)) == [cid]
+        time.sleep(0.25)  # one claim expired without a save: with max_attempts=1, that is all
+        assert list(store.new_crashes(queue="priority", max_attempts=1)) == []
+        assert [d["queue"] for d in store.dead_lettered_crashes()] == ["priority"]
+        assert store.queue_sizes()["priority"] == 1  # still queued, only parked
+        assert store.enqueue_priority([cid]) == 1
+        assert list(store.new_crashes(queue="priority", max_attempts=1)) == [cid]
+        store.save_processed(processed(cid))
+        assert store.queue_sizes()["priority"] == 0 and store.dead_lettered_crashes() == []
+
+
+def test_a_crash_with_a_priority_request_is_handed_out_by_the_priority_queue_only(embedded_url):
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        [cid] = _ids(1)
+        _save(store, [cid])
+        assert store.enqueue_priority([cid]) == 1
+        assert list(store.new_crashes(processor_id="standard")) == []
+        assert list(store.new_crashes(queue="priority", processor_id="urgent")) == [cid]
+        store.save_processed(processed(cid))
+        assert store.queue_sizes()["standard"] == 0 and store.queue_sizes()["priority"] == 0
+        assert list(store.backend.scan(K.UNPROCESSED_FLAG)) == []
+
+
+def test_the_claim_lives_on_the_standard_row_for_both_queues(embedded_url):
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        [cid] = _ids(1)
+        store.save_raw_crash(raw_crash(cid, legacy_processing=0), {}, cid)
+        assert list(store.new_crashes(queue="legacy", processor_id="old")) == [cid]
+        row = store.backend.get_row(K.UNPROCESSED_FLAG, K.time_index_key(cid, BASE_TIME))
+        assert [c["processor"] for c in queue.decode_claims(row[QK.COL_CLAIM])] == ["old"]
+        assert store.backend.get_row(K.LEGACY_UNPROCESSED_FLAG, K.time_index_key(cid, BASE_TIME)) == {
+            K.COL_OOID: cid.encode()}  # the legacy row stays a bare pointer
+        store.save_processed(processed(cid))
+        assert list(store.backend.scan(K.LEGACY_UNPROCESSED_FLAG)) == []
+        assert list(store.backend.scan(K.UNPROCESSED_FLAG)) == []
+
+
+def test_one_crash_at_a_time_takes_three_calls_and_saves_without_reading_its_row(embedded_url):
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        [cid] = _ids(1)
+        store.save_raw_crash(raw_crash(cid), {}, cid)
+        before = dict(store.backend.calls)
+        assert list(store.new_crashes(limit=1, processor_id="one")) == [cid]
+        spent = {k: n - before.get(k, 0) for k, n in store.backend.calls.items() if n != before.get(k, 0)}
+        assert spent == {"scan": 1, "get_rows": 1, "append_many": 1}
+
+
+def test_take_validates_max_attempts(embedded_url):
+    with open_store(embedded_url) as store:
+        for bad in (0, -1, 1.5, "3", True):
+            with pytest.raises(InvalidArgument):
+                store.new_crashes(max_attempts=bad)

@@ -431,14 +431,29 @@ class HBaseBackend(Backend):
             self.check_mutation_size(table, base.RowMutation(row, dict(rest)))
 
     def _overlap(self, call, items):
-        """``[call(item) for item in items]``, up to ``pool_size`` calls in flight at once."""
+        """``[call(item) for item in items]``, up to ``pool_size`` calls in flight at once.
+
+        Items are ``(row, …)``.  Calls on different rows overlap; calls on one row run in the
+        order given (in successive waves), because a later item may depend on an earlier one's
+        write (a check-and-put that expects the value an earlier item put).
+        """
         if len(items) <= 1 or self._pool_size == 1:
             return [call(item) for item in items]
         with self._pool_lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self._pool_size, thread_name_prefix="hbase-overlap")
             executor = self._executor
-        return list(executor.map(call, items))
+        results = [None] * len(items)
+        pending = list(enumerate(items))
+        while pending:
+            wave, later, rows = [], [], set()
+            for index, item in pending:
+                (later if item[0] in rows else wave).append((index, item))
+                rows.add(item[0])
+            for (index, _item), result in zip(wave, executor.map(lambda pair: call(pair[1]), wave)):
+                results[index] = result
+            pending = later
+        return results
 
     def append(self, table, row, values):
         base.check_append(row, values)

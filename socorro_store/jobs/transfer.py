@@ -17,13 +17,14 @@ pointers, queue rows and live counters are written as a collector and a processo
 written them: a processed crash arrives processed, an unprocessed one queued, a pending
 reprocessing request pending.  A crash already stored is skipped, so importing twice changes
 nothing.  Then, when anything was imported, the ``rollup`` job recomputes the closed intervals
-from the imported days on: the counters are exact, as rollup makes them.  A truncated or corrupt
+of the imported days (from the first to the last, with their months and years): the counters are exact, as rollup makes them.  A truncated or corrupt
 stream raises :class:`~socorro_store.errors.StreamCorrupt` with the byte offset of the first
 record it could not use; every crash before it is imported (each save is complete on its own).
 """
 
 import hashlib
 import json
+from datetime import timedelta
 
 import msgpack
 
@@ -131,7 +132,7 @@ def import_crashes(store, stream, progress=None, rollup_counters=True):
     report = {"crashes": 0, "imported": 0, "skipped": 0, "processed": 0, "queued": 0}
     header = trailer = None
     digest = hashlib.sha256()
-    first_day = None
+    first_day = last_day = None
     for offset, record in _records(stream):
         if record is None:
             break
@@ -161,6 +162,7 @@ def import_crashes(store, stream, progress=None, rollup_counters=True):
             report["processed" if processed is not None else "queued"] += 1
             day = prepared.submitted.date()
             first_day = day if first_day is None or day < first_day else first_day
+            last_day = day if last_day is None or day > last_day else last_day
         if progress:
             progress(report["crashes"], header.get("crashes") or report["crashes"])
     if header is None:
@@ -171,7 +173,9 @@ def import_crashes(store, stream, progress=None, rollup_counters=True):
     report.update(header=header, trailer=trailer, rollup=None)
     if rollup_counters and first_day is not None:
         try:
-            report["rollup"] = rollup.run_rollup(backend, since=first_day.isoformat())
+            # only the imported days (and their months and years): not every day since
+            until = (last_day + timedelta(days=1)).isoformat()
+            report["rollup"] = rollup.run_rollup(backend, until=until, since=first_day.isoformat())
         except runs.JobLeaseHeld as exc:
             report["rollup"] = f"not run: {exc} (live counters were updated; run rollup later)"
     return report

@@ -29,7 +29,21 @@ def exit_code_of(exc):
 
 
 class _Group(click.Group):
-    """Turns library errors into one-line messages with exit code 2 (bad input) or 1 (failure)."""
+    """Turns library errors into one-line messages with exit code 2 (bad input) or 1 (failure),
+    and click's usage errors (unknown option, bad value) into one line with exit code 2."""
+
+    def main(self, *args, standalone_mode=True, **kwargs):
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            result = super().main(*args, standalone_mode=False, **kwargs)
+        except click.ClickException as exc:  # UsageError, BadParameter, FileError, …
+            click.echo(f"Error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(result if isinstance(result, int) else 0)
 
     def invoke(self, ctx):
         try:

@@ -42,8 +42,9 @@ def open_existing_store(ctx, local_url=None):
 
 
 def progress_bar(as_json, label):
-    """``(callback(done, total), close)`` drawing a click bar on stderr; no bar with ``--json``."""
-    if as_json:
+    """``(callback(done, total), close)`` drawing a click bar on stderr; no bar with ``--json``
+    or when stderr is not a terminal (a log or a pipe keeps its one-line errors)."""
+    if as_json or not sys.stderr.isatty():
         return None, lambda: None
     state = {}
 

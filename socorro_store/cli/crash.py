@@ -131,7 +131,7 @@ def reprocess(ctx, crash_ids, as_json):
     if as_json:
         echo_json({"requested": len(ids), "queued": queued})
     else:
-        click.echo(f"queued {queued} of {len(ids)} (the others already had a pending request)")
+        click.echo(f"queued {queued} of {len(ids)} for reprocessing (a pending request is not queued twice)")
 
 
 @crash_group.command("delete")

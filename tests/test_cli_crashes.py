@@ -266,3 +266,26 @@ def test_subprocess_export_pipe_import_and_commands(url, tmp_path):
     assert gone.returncode == 1 and b"no store at" in gone.stderr and not (tmp_path / "typo").exists()
     version = cli("--version")
     assert version.returncode == 0 and version.stdout.startswith(b"socorro-store ")
+
+
+def test_export_from_embedded_import_into_hbase_through_the_gateway(url, tmp_path, gateway_buffered_binary_url):
+    """Outgrowing the embedded store: a day moves to an hbase:// store (happybase against the real
+    Thrift1 gateway on loopback); the commands then read it there."""
+    from conftest import isolated_url
+
+    hbase = isolated_url("gateway-buffered-binary", gateway_buffered_binary_url, tmp_path)
+    stream = tmp_path / "day.msgpack"
+    run(url, "export", "--day", DAY.isoformat(), "-o", str(stream))
+    first = json.loads(ok(run(hbase, "import", str(stream), "--json")))
+    assert (first["imported"], first["processed"]) == (60, 60) and first["rollup"]["drift"] == {}
+    assert day_ids(hbase) == day_ids(url)
+    top = lambda u: json.loads(ok(run(u, "signatures", "top", "--day", DAY.isoformat(), "--json")))  # noqa: E731
+    assert top(hbase) == top(url)
+    assert json.loads(ok(run(hbase, "metrics", "show", DAY.isoformat(), "--json"))) == \
+        json.loads(ok(run(url, "metrics", "show", DAY.isoformat(), "--json")))
+    assert json.loads(ok(run(hbase, "import", str(stream), "--json")))["skipped"] == 60
+    victim = day_ids(hbase)[0]
+    ok(run(hbase, "crash", "delete", victim, "--yes"))
+    fails(run(hbase, "crash", "show", victim), 1)
+    verified = json.loads(ok(run(hbase, "verify-indexes", "--json")))
+    assert all(t["missing"] == 0 and t["orphan"] == 0 for t in verified.values()), verified

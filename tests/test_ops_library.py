@@ -12,7 +12,12 @@ from store_helpers import BASE_TIME, all_rows, crash_id, processed, raw_crash
 from socorro_store import open_store
 from socorro_store.backends import open_backend
 from socorro_store.crashstore import queue
-from socorro_store.errors import CrashIDNotFound, InvalidArgument, InvalidCrashID, StoreNotFound
+from socorro_store.errors import (
+    CrashIDNotFound,
+    InvalidArgument,
+    InvalidCrashID,
+    StoreNotFound,
+)
 from socorro_store.jobs import scrutiny
 from socorro_store.schema import keys as K
 

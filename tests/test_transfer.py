@@ -143,7 +143,7 @@ def test_corrupt_streams_are_refused_with_a_typed_error(source, target, damage):
     fill(source, n=3)
     stream = export_bytes(source)
     records = list(msgpack.Unpacker(io.BytesIO(stream), raw=False))
-    pack = lambda rs: b"".join(msgpack.packb(r, use_bin_type=True) for r in rs)  # noqa: E731
+    pack = lambda rs: b"".join(msgpack.packb(r, use_bin_type=True) for r in rs)
     if damage == "garbage":
         data = pack(records[:2]) + b"\xc1" + stream[len(pack(records[:2])):]
     elif damage == "no trailer":

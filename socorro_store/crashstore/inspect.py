@@ -19,7 +19,7 @@ from ..checks import is_int
 from ..errors import InvalidArgument
 from ..schema import keys as K
 from . import counters, crashes
-from .queue import CLAIMS_ROW, QUEUES, decode_claims, live_claim, queue_rows, with_crash_rows
+from .queue import QUEUES, claims_of, live_claim, queue_rows, with_crash_rows
 
 _LIST_COLUMNS = (K.COL_OOID, K.COL_PROCESSED, K.COL_SIGNATURE, K.COL_PRIORITY)
 
@@ -132,9 +132,8 @@ def queue_status(backend, now=None, page_size=1000):
 def _leased(backend, crash_ids, now_ms):
     if not crash_ids:
         return 0
-    columns = [K.claim_column(cid) for cid in crash_ids]
-    cells = backend.get_rows(K.UNPROCESSED_FLAG, [CLAIMS_ROW], columns=columns).get(CLAIMS_ROW, {})
-    return sum(1 for raw in cells.values() if live_claim(decode_claims(raw), now_ms) is not None)
+    histories = claims_of(backend, crash_ids)  # the queue module's own reader: wherever claims live
+    return sum(1 for history in histories.values() if live_claim(history, now_ms) is not None)
 
 
 def crash_exists(backend, crash_id):

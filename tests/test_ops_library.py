@@ -115,7 +115,8 @@ def test_crash_summary_and_list(store):
     assert summary["processed"] and summary["signature"] == "Sig::B" and summary["queues"] == []
     claimed = store.crash_summary(second)
     assert claimed["queues"] == ["standard"] and claimed["claim"]["processor"] == "worker-9"
-    assert claimed["claim"]["live"] is True and claimed["dumps"] == {}
+    assert claimed["claim"]["live"] is True and claimed["dumps"] == {} and claimed["attempts"] == 1
+    assert summary["attempts"] == 0
     day = (BASE_TIME.replace(hour=0), BASE_TIME.replace(hour=0) + timedelta(days=1))
     assert list(store.list_crashes(*day)) == [first, second, third]
     assert list(store.list_crashes(*day, limit=2)) == [first, second]

@@ -58,7 +58,8 @@ def show(ctx, crash_id, as_json):
     click.echo(f"queues       {', '.join(info['queues']) or '-'}"
                + (f"  (legacy_processing {info['legacy_processing']})" if info["legacy_processing"] is not None else ""))
     click.echo("claim        " + ("-" if claim is None else
-                                  f"{claim['processor']} ({'live' if claim['live'] else 'expired'} lease)"))
+                                  f"{claim['processor']} ({'live' if claim['live'] else 'expired'} lease)")
+               + f"  attempts {info['attempts']}")
     for name, size in info["dumps"].items():
         click.echo(f"dump         {name} {size} bytes")
 

@@ -25,8 +25,10 @@ _LIST_COLUMNS = (K.COL_OOID, K.COL_PROCESSED, K.COL_SIGNATURE, K.COL_PRIORITY)
 
 
 def crash_summary(backend, crash_id):
-    """``{processing state…, product, version, dumps: {name: size}}`` of one crash.
+    """``{processing state…, attempts, product, version, dumps: {name: size}}`` of one crash.
 
+    ``attempts`` counts the claims made on the crash since it was last saved processed (each
+    processor that took it, including those whose lease expired).
     The dump sizes are read from the ``raw_data`` family: the backend contract has no size-only
     read, so the dumps cross the wire once (one crash, never a day of them).
     """
@@ -39,10 +41,11 @@ def crash_summary(backend, crash_id):
     raw = raw if isinstance(raw, dict) else {}
     dumps = {K.dump_name_from_column(c): len(v) for c, v in sorted(cells.items())
              if c.startswith(K.FAMILY_RAW + b":")}
+    attempts = len(claims_of(backend, [crash_id]).get(crash_id, []))  # claims made, expired ones included
     claim = state["claim"]
     if claim is not None:
         claim = {**claim, "live": claim["expires"] > int(time.time() * 1000)}
-    return {**state, "claim": claim, "product": raw.get("ProductName"), "version": raw.get("Version"),
+    return {**state, "claim": claim, "attempts": attempts, "product": raw.get("ProductName"), "version": raw.get("Version"),
             "process_type": raw.get("ProcessType"), "dumps": dumps}
 
 

@@ -7,8 +7,14 @@
 """
 
 from .crashstore.store import CrashStore, open_store
-from .errors import (BackendUnavailable, CrashIDNotFound, InvalidArgument, InvalidCrashID, RequestTooLarge,
-                     SocorroStoreError)
+from .errors import (
+                     BackendUnavailable,
+                     CrashIDNotFound,
+                     InvalidArgument,
+                     InvalidCrashID,
+                     RequestTooLarge,
+                     SocorroStoreError,
+)
 
 __all__ = ["open_store", "CrashStore", "SocorroStoreError", "CrashIDNotFound", "InvalidCrashID",
            "InvalidArgument", "RequestTooLarge", "BackendUnavailable"]

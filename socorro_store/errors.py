@@ -1,7 +1,8 @@
 """Typed errors raised by socorro-store.
 
 Every error the library raises on purpose derives from :class:`SocorroStoreError`, so callers can
-catch one class.  The CLI turns any of them into a one-line message and exit code 2.
+catch one class.  The CLI turns any of them into a one-line message: exit code 2 for bad input
+(InvalidArgument, ConfigError, SpecError), exit code 1 for a failure (everything else).
 """
 
 
@@ -72,3 +73,16 @@ class InvalidCrashID(InvalidArgument):
 
 class CrashIDNotFound(SocorroStoreError, LookupError):
     """No crash (or no part of it that was asked for) is stored under that id."""
+
+
+class StoreNotFound(SocorroStoreError, LookupError):
+    """An embedded store directory holds no store, and the caller asked not to create one."""
+
+
+class StreamCorrupt(SocorroStoreError):
+    """An export stream is truncated or corrupt.  ``offset`` is the byte where it went wrong;
+    every crash before it was imported."""
+
+    def __init__(self, offset, problem):
+        self.offset, self.problem = offset, problem
+        super().__init__(f"export stream corrupt at byte {offset}: {problem}")

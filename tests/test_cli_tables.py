@@ -36,9 +36,9 @@ def run(url, *args, env=None):
     return runner.invoke(main, ["--url", url, *args], env=env, catch_exceptions=False)
 
 
-def one_line_error(result):
-    """Exit code 2, one ``Error:`` line on stderr, nothing else, no traceback."""
-    assert result.exit_code == 2, (result.output, result.stderr)
+def one_line_error(result, code=2):
+    """Exit ``code`` (2: bad input, 1: a failure), one ``Error:`` line on stderr, no traceback."""
+    assert result.exit_code == code, (result.output, result.stderr)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
     assert "Traceback" not in result.output
@@ -131,7 +131,10 @@ def test_create_with_a_new_spec_adds_only_that_table(url, spec_copy):
 # -- list / describe / ddl / drop -------------------------------------------------------------
 
 def test_list_and_describe(url):
-    assert run(url, "tables", "list").output == ""
+    # a read command never creates a store: exit 1 and nothing on disk
+    missing = run(url, "tables", "list")
+    assert missing.exit_code == 1 and "no store at" in missing.stderr and "tables create" in missing.stderr
+    assert not os.path.exists(url.split("://", 1)[1])
     run(url, "tables", "create")
     assert run(url, "tables", "list").output.splitlines() == SHIPPED
     assert json.loads(run(url, "tables", "list", "--json").output) == SHIPPED
@@ -189,8 +192,9 @@ def test_bad_url_from_environment(tmp_path):
 
 def test_missing_table(url):
     run(url, "tables", "create")
-    assert "nope" in one_line_error(run(url, "tables", "describe", "nope"))
-    assert "nope" in one_line_error(run(url, "tables", "drop", "metrics", "nope", "--yes"))
+    # a missing table is a failure (exit 1), not bad input
+    assert "nope" in one_line_error(run(url, "tables", "describe", "nope"), code=1)
+    assert "nope" in one_line_error(run(url, "tables", "drop", "metrics", "nope", "--yes"), code=1)
     assert "metrics" in live_tables(url)  # nothing dropped when one name is missing
 
 
@@ -235,14 +239,16 @@ def test_subprocess_create_verify_and_errors(url, spec_copy):
     assert bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
 
 
-def test_unusable_store_directory_is_one_line_exit_2(tmp_path):
+def test_unusable_store_directory_is_one_line_exit_1(tmp_path):
+    """A corrupt or missing store is a failure (exit 1), not bad input."""
     corrupt = tmp_path / "corrupt"
     corrupt.mkdir()
     (corrupt / "catalog.sqlite").write_bytes(b"this is not a database")
     for url in (f"embedded://{corrupt}", "embedded:///proc/no-such-dir"):
         result = CliRunner().invoke(main, ["--url", url, "tables", "list"])
-        assert result.exit_code == 2, result.output
-        assert result.stderr.count("\n") == 1 and result.stderr.startswith("Error: embedded store")
+        assert result.exit_code == 1, result.output
+        assert result.stderr.count("\n") == 1
+        assert result.stderr.startswith(("Error: embedded store", "Error: no store at")), result.stderr
 
 
 def test_compact_purges_delete_markers(url):
@@ -258,4 +264,4 @@ def test_compact_purges_delete_markers(url):
     with open_backend(url) as backend:
         backend.mutate_rows("metrics", [RowMutation(b"2016", {b"counters:x": b"old"})], timestamp=1)
         assert backend.get_row("metrics", b"2016") == {b"counters:x": b"old"}
-    assert run(url, "tables", "compact", "nope").exit_code == 2
+    assert run(url, "tables", "compact", "nope").exit_code == 1

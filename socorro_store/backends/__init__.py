@@ -5,13 +5,18 @@ from ..errors import ConfigError
 from .base import Backend, Increment, RowMutation
 
 
-def open_backend(url=None):
-    """Open the backend a store URL names (see :mod:`socorro_store.config`)."""
+def open_backend(url=None, create=True):
+    """Open the backend a store URL names (see :mod:`socorro_store.config`).
+
+    ``create=False``: an embedded directory that holds no store raises
+    :class:`~socorro_store.errors.StoreNotFound` instead of becoming an empty store (servers
+    create nothing on open, so it only matters for embedded URLs).
+    """
     parsed = parse_url(url)
     if parsed.scheme == "embedded":
         from .embedded import EmbeddedBackend
 
-        return EmbeddedBackend(parsed.path, sync=parsed.options["sync"])
+        return EmbeddedBackend(parsed.path, sync=parsed.options["sync"], create=create)
     if parsed.scheme == "hbase":
         from .hbase import HBaseBackend
 

@@ -87,9 +87,9 @@ def row_dict(cells, include_timestamp):
 class EmbeddedBackend(Backend):
     """Runs the engine in this process.  One call counted per engine call."""
 
-    def __init__(self, directory, sync="normal"):
+    def __init__(self, directory, sync="normal", create=True):
         super().__init__()
-        self.engine = Engine(directory, sync)
+        self.engine = Engine(directory, sync, create)
 
     def close(self):
         self.engine.close()

@@ -1,7 +1,9 @@
 """The ``socorro-store`` command: a thin click layer, one library call per command.
 
 Each command group lives in its own module here and is registered below.  Errors of the library
-(:class:`~socorro_store.errors.SocorroStoreError`) become one line on stderr and exit code 2.
+(:class:`~socorro_store.errors.SocorroStoreError`) become one line on stderr: exit code 2 for bad
+input or usage (:data:`BAD_INPUT`), exit code 1 for a failure (not found, no store, backend
+unavailable or failing, a failed job, a corrupt stream).
 """
 
 import importlib
@@ -10,24 +12,58 @@ import sys
 import click
 
 from ..config import ENV_VAR
-from ..errors import SocorroStoreError
+from ..errors import ConfigError, InvalidArgument, SocorroStoreError, SpecError
+from ..jobs.runs import JobLeaseHeld
 
 # Modules that each define COMMANDS, a list of click commands to register on the main group.
-COMMAND_MODULES = ["tables", "serve", "crashes", "jobs"]
+COMMAND_MODULES = ["tables", "serve", "crashes", "jobs", "crash", "reports", "transfer", "raw"]
+
+#: Errors that mean "the command was asked something wrong" (exit 2).  A job whose lease another
+#: run holds also exits 2, as ``rollup`` documents: try again later, nothing failed.
+BAD_INPUT = (InvalidArgument, ConfigError, SpecError, JobLeaseHeld)
+
+
+def exit_code_of(exc):
+    """2 for bad input or usage, 1 for any other library error (a failure)."""
+    return 2 if isinstance(exc, BAD_INPUT) else 1
 
 
 class _Group(click.Group):
-    """Turns library errors into one-line messages with exit code 2."""
+    """Turns library errors into one-line messages with exit code 2 (bad input) or 1 (failure),
+    and click's usage errors (unknown option, bad value) into one line with exit code 2."""
+
+    def main(self, *args, standalone_mode=True, **kwargs):
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            result = super().main(*args, standalone_mode=False, **kwargs)
+        except click.ClickException as exc:  # UsageError, BadParameter, FileError, …
+            click.echo(f"Error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(result if isinstance(result, int) else 0)
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except SocorroStoreError as exc:
             click.echo(f"Error: {exc}", err=True)
-            sys.exit(2)
+            sys.exit(exit_code_of(exc))
+
+
+def _version():
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("socorro-store")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 @click.group(cls=_Group)
+@click.version_option(_version(), "--version", prog_name="socorro-store", message="%(prog)s %(version)s")
 @click.option("--url", envvar=ENV_VAR, default=None, metavar="URL",
               help=f"Store URL (default: ${ENV_VAR}, else embedded://./socorro-data).")
 @click.pass_context

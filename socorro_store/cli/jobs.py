@@ -8,11 +8,10 @@ from datetime import datetime, timezone
 
 import click
 
-from ..backends import open_backend
 from ..jobs import expiry, rollup, scrutiny
 from ..jobs.runs import get_run, list_runs
 from ..schema.timeparse import parse_duration
-from .common import echo_json, url_of
+from .common import echo_json, open_existing
 
 
 def _progress(as_json):
@@ -53,7 +52,7 @@ def rollup_command(ctx, until, grace, since, as_json):
     """Make counters exact for closed intervals and roll them up (job 'rollup')."""
     grace_s = parse_duration(grace)
     progress, close = _progress(as_json)
-    with open_backend(url_of(ctx)) as backend:
+    with open_existing(ctx) as backend:
         try:
             report = rollup.run_rollup(backend, until=until, grace_s=grace_s, since=since, progress=progress)
         finally:
@@ -84,7 +83,7 @@ def expire_command(ctx, minute_days, hour_days, signature_hours, signature_days,
     """Delete counter detail past retention that a rolled-up coarser level holds (job 'expire')."""
     retention = expiry.Retention(minute_days, hour_days, signature_hours, signature_days, signature_months,
                                  signature_years)
-    with open_backend(url_of(ctx)) as backend:
+    with open_existing(ctx) as backend:
         report = expiry.run_expire(backend, retention)
     if as_json:
         echo_json(report)
@@ -98,7 +97,7 @@ def expire_command(ctx, minute_days, hour_days, signature_hours, signature_days,
 @click.pass_context
 def reconcile_queue_command(ctx, as_json):
     """Recompute the crash_report_queues sizes from the queue indexes (job 'reconcile-queue')."""
-    with open_backend(url_of(ctx)) as backend:
+    with open_existing(ctx) as backend:
         report = scrutiny.run_reconcile_queue(backend)
     if as_json:
         echo_json(report)
@@ -119,7 +118,7 @@ def verify_indexes_command(ctx, repair, orphan_age, as_json):
     Exits 1 when anything is MISSING or ORPHAN (before repair).
     """
     age = parse_duration(orphan_age)
-    with open_backend(url_of(ctx)) as backend:
+    with open_existing(ctx) as backend:
         report = scrutiny.run_verify_indexes(backend, repair=repair, orphan_age_s=age)
     if as_json:
         echo_json(report)
@@ -145,7 +144,7 @@ def _when(ms):
 @click.pass_context
 def list_command(ctx, job, limit, as_json):
     """Runs, newest first: id, job, status, attempt, phase, start, end, error."""
-    with open_backend(url_of(ctx)) as backend:
+    with open_existing(ctx) as backend:
         runs = list_runs(backend, job, limit)
     if as_json:
         echo_json([run.to_dict() for run in runs])
@@ -162,7 +161,7 @@ def list_command(ctx, job, limit, as_json):
 @click.pass_context
 def show_command(ctx, run_id, as_json):
     """Everything recorded about one run, with its log."""
-    with open_backend(url_of(ctx)) as backend:
+    with open_existing(ctx) as backend:
         run = get_run(backend, run_id)
     if as_json:
         echo_json(run.to_dict())

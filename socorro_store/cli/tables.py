@@ -7,7 +7,7 @@ import click
 from ..backends import open_backend
 from ..schema import table_admin as admin
 from ..schema.spec_loader import load_specs
-from .common import echo_json, url_of
+from .common import echo_json, open_existing, url_of
 
 _specs_option = click.option("--specs", "spec_dir", type=click.Path(file_okay=False), default=None,
                              help="Directory of table spec files (default: the shipped table_specs/).")
@@ -45,7 +45,7 @@ def create(ctx, spec_dir, as_json):
 @click.pass_context
 def list_(ctx, as_json):
     """Print one table name per line."""
-    with open_backend(url_of(ctx)) as backend:
+    with open_existing(ctx) as backend:
         names = backend.list_tables()
     if as_json:
         echo_json(names)
@@ -60,7 +60,7 @@ def list_(ctx, as_json):
 @click.pass_context
 def describe(ctx, name, as_json):
     """Show a live table's families and their attributes."""
-    with open_backend(url_of(ctx)) as backend:
+    with open_existing(ctx) as backend:
         info = admin.describe_table(backend, name)
     if as_json:
         echo_json(info)
@@ -79,7 +79,7 @@ def describe(ctx, name, as_json):
 def verify(ctx, spec_dir, as_json):
     """Compare live tables with the specs; print every difference; exit 1 on drift."""
     specs = load_specs(spec_dir)
-    with open_backend(url_of(ctx)) as backend:
+    with open_existing(ctx) as backend:
         drift = admin.verify_tables(backend, specs)
         na = list(backend.not_applicable_attributes)
     if as_json:
@@ -119,7 +119,7 @@ def drop(ctx, names, yes, as_json):
     """Drop the named tables (default: every table in the specs).  Needs --yes."""
     if not yes:
         raise click.UsageError("refusing to drop tables without --yes")
-    with open_backend(url_of(ctx)) as backend:
+    with open_existing(ctx) as backend:
         dropped = admin.drop_tables(backend, list(names) or None)
     if as_json:
         echo_json({"dropped": dropped})
@@ -135,7 +135,7 @@ def drop(ctx, names, yes, as_json):
 def compact(ctx, names, as_json):
     """Major-compact tables (default: every table in the specs): purge delete markers, expired
     cells and old versions."""
-    with open_backend(url_of(ctx)) as backend:
+    with open_existing(ctx) as backend:
         done = admin.compact_tables(backend, list(names) or None)
     if as_json:
         echo_json({"compacted": done})

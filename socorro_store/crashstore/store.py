@@ -13,7 +13,7 @@ from ..checks import is_int
 from ..errors import InvalidArgument
 from ..schema import keys as K
 from ..schema.table_admin import create_tables
-from . import counters, crashes, queue
+from . import counters, crashes, deletion, inspect, queue, reports
 from .queue import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_ATTEMPTS, HeldClaims, take
 
 
@@ -191,3 +191,24 @@ class CrashStore:
     def set_active_installations(self, product, date, count):
         row, puts = counters.active_installations_put(product, date, count)
         self.backend.mutate_rows(K.METRICS, [RowMutation(row, puts)])
+
+    # -- operating (the ``crash``, ``crashes``, ``queue`` and ``signatures`` commands) ---------
+    def delete_crashes(self, crash_ids, missing_ok=False):
+        """Delete crashes, their pointers, queue rows and claims; counters stay.  See
+        :mod:`deletion`."""
+        return deletion.delete_crashes(self.backend, crash_ids, missing_ok)
+
+    def crash_summary(self, crash_id):
+        return inspect.crash_summary(self.backend, crash_id)
+
+    def list_crashes(self, start, end, signature=None, limit=None, details=False):
+        return inspect.list_crashes(self.backend, start, end, signature, limit, details)
+
+    def queue_status(self, now=None):
+        return inspect.queue_status(self.backend, now)
+
+    def top_signatures(self, start, end, limit=reports.DEFAULT_TOP):
+        return reports.top_signatures(self.backend, start, end, limit)
+
+    def signature_report(self, signature, now=None):
+        return reports.signature_report(self.backend, signature, now)

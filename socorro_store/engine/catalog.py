@@ -16,7 +16,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 
-from ..errors import TableExists, TableNotFound
+from ..errors import StoreNotFound, TableExists, TableNotFound
 from ..schema.specs import FamilySpec
 
 BUSY_TIMEOUT_MS = 30000
@@ -88,11 +88,18 @@ def _private_file(path):
 
 
 class Catalog:
-    """The catalog database of an engine directory.  Thread-safe."""
+    """The catalog database of an engine directory.  Thread-safe.
 
-    def __init__(self, directory, sync="normal"):
+    ``create=False`` opens an existing store only: a directory without ``catalog.sqlite`` raises
+    :class:`StoreNotFound` and nothing is created (a read command must not leave an empty store
+    behind a mistyped path).
+    """
+
+    def __init__(self, directory, sync="normal", create=True):
         self.directory = os.path.abspath(directory)
         self.sync = sync
+        if not create and not os.path.isfile(os.path.join(self.directory, "catalog.sqlite")):
+            raise StoreNotFound(f"no store at {self.directory} (run `socorro-store tables create`)")
         # makedirs applies ``mode`` only to the leaf, so create the store directory itself first.
         os.makedirs(self.directory, mode=0o700, exist_ok=True)
         os.makedirs(os.path.join(self.directory, "tables"), mode=0o700, exist_ok=True)

@@ -131,10 +131,10 @@ class _Table:
 class Engine:
     """A directory of SQLite files holding wide-column tables with HBase semantics."""
 
-    def __init__(self, directory, sync="normal"):
+    def __init__(self, directory, sync="normal", create=True):
         self.directory = directory
         self.sync = sync
-        self.catalog = Catalog(directory, sync)
+        self.catalog = Catalog(directory, sync, create)
         self._open = {}
         self._open_lock = threading.Lock()
         self._closed = False

@@ -1,0 +1,177 @@
+"""``socorro-store crash …`` (one crash) and ``crashes list`` (a time range of crashes)."""
+
+import json
+import os
+import sys
+from datetime import timedelta
+
+import click
+
+from ..errors import InvalidArgument
+from ..schema.timeparse import parse_timestamp
+from .common import echo_json, open_existing_store
+
+
+def time_range(day, start, end):
+    """``(start, end)`` of ``--day D`` or ``--from T --to T`` (exactly one of them)."""
+    if day is not None:
+        if start is not None or end is not None:
+            raise click.UsageError("give --day or --from/--to, not both")
+        first = parse_timestamp(day, "--day")
+        if first.hour or first.minute or first.second or first.microsecond:
+            raise InvalidArgument(f"--day must be a date (YYYY-MM-DD): {day!r}")
+        return first, first + timedelta(days=1)
+    if start is None or end is None:
+        raise click.UsageError("give --day D, or both --from T and --to T")
+    return parse_timestamp(start, "--from"), parse_timestamp(end, "--to")
+
+
+def range_options(command):
+    command = click.option("--to", "end", default=None, metavar="T", help="End (exclusive), ISO 8601.")(command)
+    command = click.option("--from", "start", default=None, metavar="T", help="Start, ISO 8601.")(command)
+    return click.option("--day", default=None, metavar="D", help="One UTC day (YYYY-MM-DD).")(command)
+
+
+@click.group("crash")
+def crash_group():
+    """Read, dump, reprocess or delete one crash (by crash id)."""
+
+
+@crash_group.command("show")
+@click.argument("crash_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def show(ctx, crash_id, as_json):
+    """Processing state, times, signature, product, version and dumps of a crash."""
+    with open_existing_store(ctx) as store:
+        info = store.crash_summary(crash_id)
+    if as_json:
+        echo_json(info)
+        return
+    claim = info["claim"]
+    click.echo(f"crash        {info['crash_id']}")
+    click.echo(f"product      {info['product']} {info['version']}" + (f" ({info['process_type']})"
+                                                                      if info["process_type"] else ""))
+    click.echo(f"submitted    {info['submitted']}")
+    click.echo(f"processed    {info['processed_at'] or 'no'}")
+    click.echo(f"signature    {info['signature'] if info['signature'] is not None else '-'}")
+    click.echo(f"queues       {', '.join(info['queues']) or '-'}"
+               + (f"  (legacy_processing {info['legacy_processing']})" if info["legacy_processing"] is not None else ""))
+    click.echo("claim        " + ("-" if claim is None else
+                                  f"{claim['processor']} ({'live' if claim['live'] else 'expired'} lease)")
+               + f"  attempts {info['attempts']}")
+    for name, size in info["dumps"].items():
+        click.echo(f"dump         {name} {size} bytes")
+
+
+@crash_group.command("raw")
+@click.argument("crash_id")
+@click.pass_context
+def raw(ctx, crash_id):
+    """Print the raw crash (annotations) as JSON."""
+    with open_existing_store(ctx) as store:
+        echo_json(store.get_raw_crash(crash_id))
+
+
+@crash_group.command("processed")
+@click.argument("crash_id")
+@click.option("--unredacted", is_flag=True, help="Keep the forbidden keys (email, url, …).")
+@click.pass_context
+def processed(ctx, crash_id, unredacted):
+    """Print the processed crash as JSON (redacted unless --unredacted)."""
+    with open_existing_store(ctx) as store:
+        echo_json(store.get_unredacted_processed(crash_id) if unredacted else store.get_processed(crash_id))
+
+
+@crash_group.command("dumps")
+@click.argument("crash_id")
+@click.option("--dir", "directory", required=True, type=click.Path(file_okay=False),
+              help="Directory to write the dumps to (created if needed).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def dumps(ctx, crash_id, directory, as_json):
+    """Write each dump to DIR/<crash id>.<dump name>.dump; print the paths."""
+    with open_existing_store(ctx) as store:
+        blobs = store.get_raw_dumps(crash_id)
+    os.makedirs(directory, exist_ok=True)
+    paths = {}
+    for name, blob in blobs.items():
+        path = os.path.join(directory, f"{crash_id}.{name}.dump")
+        with open(path, "wb") as handle:
+            handle.write(blob)
+        paths[name] = path
+    if as_json:
+        echo_json(paths)
+    else:
+        for path in paths.values():
+            click.echo(path)
+
+
+def _ids(crash_ids):
+    """The ids given, with ``-`` meaning one id per line of stdin."""
+    out = []
+    for crash_id in crash_ids:
+        if crash_id == "-":
+            out += [line.strip() for line in sys.stdin if line.strip()]
+        else:
+            out.append(crash_id)
+    if not out:
+        raise click.UsageError("no crash id given")
+    return out
+
+
+@crash_group.command("reprocess")
+@click.argument("crash_ids", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def reprocess(ctx, crash_ids, as_json):
+    """Queue crashes for reprocessing (the priority queue).  ``-`` reads ids from stdin."""
+    ids = _ids(crash_ids)
+    with open_existing_store(ctx) as store:
+        queued = store.enqueue_priority(ids)
+    if as_json:
+        echo_json({"requested": len(ids), "queued": queued})
+    else:
+        click.echo(f"queued {queued} of {len(ids)} for reprocessing (a pending request is not queued twice)")
+
+
+@crash_group.command("delete")
+@click.argument("crash_ids", nargs=-1, required=True)
+@click.option("--yes", is_flag=True, help="Really delete (required).")
+@click.option("--missing-ok", is_flag=True, help="Skip ids with no crash instead of failing.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def delete(ctx, crash_ids, yes, missing_ok, as_json):
+    """Delete crashes with every pointer, queue row and claim (counters stay).  Needs --yes."""
+    if not yes:
+        raise click.UsageError("refusing to delete crashes without --yes")
+    ids = _ids(crash_ids)
+    with open_existing_store(ctx) as store:
+        deleted = store.delete_crashes(ids, missing_ok=missing_ok)
+    if as_json:
+        echo_json({"deleted": deleted})
+    else:
+        for crash_id in deleted:
+            click.echo(f"deleted {crash_id}")
+
+
+@click.group("crashes")
+def crashes_group():
+    """Crashes of a time range."""
+
+
+@crashes_group.command("list")
+@range_options
+@click.option("--signature", default=None, help="Only crashes of this signature.")
+@click.option("--limit", type=click.IntRange(0), default=None, help="At most N crashes.")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines with signature and state.")
+@click.pass_context
+def list_command(ctx, day, start, end, signature, limit, as_json):
+    """Crash ids submitted in the range, in submission order."""
+    start, end = time_range(day, start, end)
+    with open_existing_store(ctx) as store:
+        for item in store.list_crashes(start, end, signature, limit, details=as_json):
+            click.echo(json.dumps(item, sort_keys=True) if as_json else item)
+
+
+COMMANDS = [crash_group, crashes_group]

@@ -1,0 +1,112 @@
+"""``queue status``, ``signatures top|show`` and ``metrics show``: what the counters and queues say."""
+
+import click
+
+from ..crashstore.reports import DEFAULT_TOP
+from .common import echo_json, open_existing_store
+from .crash import range_options, time_range
+
+BAR_WIDTH = 40
+
+
+def bars(points):
+    """Lines ``label  count  ####`` scaled to the largest count (plain text)."""
+    peak = max([n for _label, n in points] + [1])
+    return [f"  {label}  {n:7d}  {'#' * (n * BAR_WIDTH // peak)}" for label, n in points]
+
+
+@click.group("queue")
+def queue_group():
+    """The processing queues."""
+
+
+@queue_group.command("status")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def queue_status(ctx, as_json):
+    """Per queue: size by the counters and by the index, oldest item, live leases; dead letters."""
+    with open_existing_store(ctx) as store:
+        status = store.queue_status()
+    if as_json:
+        echo_json(status)
+        return
+    click.echo(f"{'queue':9s} {'counted':>8s} {'indexed':>8s} {'leased':>7s}  oldest")
+    for name, q in status["queues"].items():
+        oldest = f"{q['oldest']} ({q['oldest_age_s']:.0f}s ago)" if q["oldest"] else "-"
+        click.echo(f"{name:9s} {q['counted']:8d} {q['indexed']:8d} {q['leased']:7d}  {oldest}")
+    click.echo(f"dead-lettered {status['dead_lettered']}")
+
+
+@click.group("signatures")
+def signatures_group():
+    """Signature counters: the top-crashers report and one signature's history."""
+
+
+@signatures_group.command("top")
+@range_options
+@click.option("--limit", type=click.IntRange(1), default=DEFAULT_TOP, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def top(ctx, day, start, end, limit, as_json):
+    """Top crashers of the period, with their rank in the period before (from the counters)."""
+    start, end = time_range(day, start, end)
+    with open_existing_store(ctx) as store:
+        report = store.top_signatures(start, end, limit)
+    if as_json:
+        echo_json(report)
+        return
+    click.echo(f"top crashers {report['start']} -> {report['end']}: {report['total']} crashes with a "
+               f"signature ({report['submitted']} submitted); previous period from {report['previous_start']}")
+    click.echo(f"{'rank':>4s} {'count':>7s} {'share':>7s}  {'before':>9s}  signature")
+    for item in report["signatures"]:
+        before = (f"#{item['previous_rank']} {item['movement']}" if item["previous_rank"] else "new")
+        click.echo(f"{item['rank']:4d} {item['count']:7d} {item['share'] * 100:6.2f}%  {before:>9s}  {item['signature']}")
+
+
+@signatures_group.command("show")
+@click.argument("signature")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def show(ctx, signature, as_json):
+    """A signature's counters at every level, when it was first seen, and charts of its counts."""
+    with open_existing_store(ctx) as store:
+        report = store.signature_report(signature)
+    if as_json:
+        echo_json(report)
+        return
+    click.echo(f"signature   {report['signature']}")
+    first = report["first_seen"]
+    click.echo(f"first seen  {first['start']} ({first['level']})" if first else "first seen  never")
+    for level, label in (("year", "yearly"), ("month", "monthly"), ("day", "daily"), ("hour", "hourly")):
+        values = report["counters"].get(level, {})
+        if values:
+            click.echo(f"{label:8s}: " + ", ".join(f"{row} {n}" for row, n in list(values.items())[-6:]))
+    click.echo("hourly, last 48 hours:")
+    for line in bars(report["hourly"]):
+        click.echo(line)
+    click.echo("daily, last 30 days:")
+    for line in bars(report["daily"]):
+        click.echo(line)
+
+
+@click.group("metrics")
+def metrics_group():
+    """Rows of the metrics table."""
+
+
+@metrics_group.command("show")
+@click.argument("row")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def metrics_show(ctx, row, as_json):
+    """The counters of a metrics row (yyyy[-mm[-dd[Thh[:mm]]]] or crash_report_queues)."""
+    with open_existing_store(ctx) as store:
+        values = store.get_metrics(row)
+    if as_json:
+        echo_json(values)
+        return
+    for name, n in sorted(values.items()):
+        click.echo(f"{name:50s} {n}")
+
+
+COMMANDS = [queue_group, signatures_group, metrics_group]

@@ -1,0 +1,105 @@
+"""Deleting crashes (a privacy request): the crash row, every pointer to it, its queue rows and claim.
+
+What goes, for each crash (layouts in :mod:`socorro_store.schema.keys`):
+
+* the crash row in ``crash_reports`` (annotations, dumps, processed crash);
+* its rows in the salted time indexes (submitted_time, unprocessed_flag, legacy_unprocessed_flag,
+  legacy_submitted_time, hang_id_submitted_time), its pending priority request, its
+  signature_ooid pointer, and its side of the hang-id row;
+* its claim (a cell of its queue rows, which go) and its dead-letter record, if any.
+
+What stays: the counters (``metrics``, ``crash_report_signatures``) and first-seen markers.  They
+are aggregates that name no crash, and a rollup would otherwise recount the day without it.
+
+Order: the crash row goes first.  A pointer left behind by a failure half-way is an orphan that
+readers skip and ``verify-indexes --repair`` deletes; the crash data itself is gone at once.
+Pointers are found from the crash's own cells (submitted time, signature, hang id, priority
+request), so deleting one crash never scans an index.
+"""
+
+from ..backends import RowMutation
+from ..errors import CrashIDNotFound, InvalidArgument
+from ..schema import keys as K
+from ..schema.crash_facts import process_type_of
+from ..schema.queue_keys import dead_letter_key
+
+_COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_HANG, K.COL_SIGNATURE, K.COL_META]
+_TIME_INDEXES = (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG, K.LEGACY_SUBMITTED_TIME,
+                 K.HANG_ID_SUBMITTED_TIME)
+
+
+def _validated(crash_ids):
+    if isinstance(crash_ids, str):
+        crash_ids = [crash_ids]
+    try:
+        crash_ids = list(dict.fromkeys(crash_ids))
+    except TypeError:
+        raise InvalidArgument(f"crash ids must be a list of crash ids, not {type(crash_ids).__name__}") from None
+    for crash_id in crash_ids:
+        K.validate_crash_id(crash_id)
+    return crash_ids
+
+
+def delete_crashes(backend, crash_ids, missing_ok=False):
+    """Delete crashes and everything that points at them; return the ids deleted.
+
+    Every id is validated before anything is deleted (InvalidCrashID).  An id with no crash row
+    raises :class:`CrashIDNotFound` before anything is deleted, unless ``missing_ok`` (then it
+    is skipped: deleting twice is not an error).
+    """
+    crash_ids = _validated(crash_ids)
+    if not crash_ids:
+        return []
+    rows = {K.crash_row_key(cid): cid for cid in crash_ids}
+    found = backend.get_rows(K.CRASH_REPORTS, list(rows), columns=_COLUMNS)
+    present = {}
+    for row, crash_id in rows.items():
+        cells = found.get(row, {})
+        if K.COL_SUBMITTED in cells:
+            present[crash_id] = cells
+        elif not missing_ok:
+            raise CrashIDNotFound(f"no crash {crash_id}")
+    if not present:
+        return []
+    backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cid), delete_row=True) for cid in present])
+    deletes = {table: [] for table in _TIME_INDEXES + (K.SIGNATURE_OOID,)}
+    hang_sides = {}
+    for crash_id, cells in present.items():
+        submitted = K.parse_key_timestamp(cells[K.COL_SUBMITTED])
+        key = K.time_index_key(crash_id, submitted)
+        for table in _TIME_INDEXES:
+            deletes[table].append(RowMutation(key, delete_row=True))
+        deletes[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash_id), delete_row=True))
+        if cells.get(K.COL_PRIORITY):
+            requested = K.parse_key_timestamp(cells[K.COL_PRIORITY])
+            deletes[K.UNPROCESSED_FLAG].append(RowMutation(K.priority_key(crash_id, requested), delete_row=True))
+        if K.COL_SIGNATURE in cells:
+            signature = cells[K.COL_SIGNATURE].decode("utf-8", "surrogatepass")
+            deletes[K.SIGNATURE_OOID].append(
+                RowMutation(K.signature_index_key(signature, submitted, crash_id), delete_row=True))
+        if cells.get(K.COL_HANG):
+            column = K.hang_column(process_type_of(cells.get(K.COL_META, b"{}")))
+            hang_sides.setdefault(cells[K.COL_HANG], []).append((column, crash_id.encode("ascii")))
+    for table, mutations in deletes.items():
+        if mutations:
+            backend.mutate_rows(table, mutations)
+    if hang_sides:
+        _delete_hang_sides(backend, hang_sides)
+    return list(present)
+
+
+def _delete_hang_sides(backend, hang_sides):
+    """Remove each crash's column from its hang-id row (only if it still names that crash); a row
+    left with no side at all goes entirely (its pair marker included)."""
+    rows = backend.get_rows(K.HANG_ID, list(hang_sides), columns=[b"ids"])
+    mutations = []
+    for row, sides in hang_sides.items():
+        cells = rows.get(row, {})
+        gone = [column for column, crash_id in sides if cells.get(column) == crash_id]
+        left = [c for c in cells if K.is_hang_column(c) and c not in gone]
+        if not left:
+            mutations.append(RowMutation(row, delete_row=True))
+        elif gone:
+            mutations.append(RowMutation(row, deletes=gone))
+    if mutations:
+        backend.mutate_rows(K.HANG_ID, mutations)

@@ -1,0 +1,138 @@
+"""Reports from the counters: the top-crashers report and one signature's history.
+
+Both read only counters (``crash_report_signatures`` columns ``counters:hourly_…``/``daily_…``/
+``monthly_…``/``yearly_…`` and ``metrics`` rows); neither reads a crash row, so their cost does
+not grow with the number of crashes, only with the number of signatures.
+"""
+
+from datetime import datetime, timedelta, timezone
+
+from ..checks import is_int
+from ..errors import InvalidArgument
+from ..schema import keys as K
+from . import counters
+
+DEFAULT_TOP = 20
+CHART_HOURS = 48
+CHART_DAYS = 30
+
+
+def _intervals(start, end):
+    """``(level, [interval starts])`` covering ``[start, end)``: whole days when both ends are
+    midnights, else whole hours."""
+    if end <= start:
+        raise InvalidArgument(f"empty period: {start.isoformat()} is not before {end.isoformat()}")
+    for moment in (start, end):
+        if moment.minute or moment.second or moment.microsecond:
+            raise InvalidArgument(f"signature counters are hourly: {moment.isoformat()} is not a whole hour")
+    daily = start.hour == 0 and end.hour == 0
+    step = timedelta(days=1) if daily else timedelta(hours=1)
+    out, moment = [], start
+    while moment < end:
+        out.append(moment)
+        moment += step
+    if len(out) > 24 * 366:
+        raise InvalidArgument("a period of at most a year of hours (or any number of whole days)")
+    return ("day" if daily else "hour"), out
+
+
+def _ranked(counts):
+    """``{signature row: (rank, count)}``, rank 1 = most crashes (ties by name)."""
+    order = sorted(((n, row) for row, n in counts.items() if n > 0), key=lambda item: (-item[0], item[1]))
+    return {row: (rank, n) for rank, (n, row) in enumerate(order, 1)}
+
+
+def top_signatures(backend, start, end, limit=DEFAULT_TOP):
+    """The top-crashers report of ``[start, end)`` (whole hours, or whole days).
+
+    Returns ``{"start", "end", "previous_start", "total", "submitted", "signatures": [...]}`` where
+    each signature has ``rank``, ``signature``, ``count``, ``share`` (of ``total``, the crashes of
+    every signature in the period), ``previous_rank``/``previous_count`` in the period of equal
+    length just before, and ``movement``: ``new``, ``up``, ``down`` or ``same``.  ``submitted``
+    is the crashes submitted in the period by the ``metrics`` rows (processed or not).
+    One column-filtered scan of ``crash_report_signatures`` and one read of ``metrics``.
+    """
+    start, end = K.parse_timestamp(start, "start"), K.parse_timestamp(end, "end")
+    if limit is not None and (not is_int(limit) or limit < 1):
+        raise InvalidArgument(f"limit must be a positive int: {limit!r}")
+    level, moments = _intervals(start, end)
+    previous_start = start - (end - start)
+    _, previous = _intervals(previous_start, start)
+    current_cols = {K.signature_counter_column(level, K.metrics_row(m, level)) for m in moments}
+    previous_cols = {K.signature_counter_column(level, K.metrics_row(m, level)) for m in previous}
+    now_counts, then_counts = {}, {}
+    for row, cells in backend.scan(K.SIGNATURES, columns=sorted(current_cols | previous_cols), page_size=1000):
+        for column, value in cells.items():
+            if len(value) != 8:
+                continue
+            target = now_counts if column in current_cols else then_counts if column in previous_cols else None
+            if target is not None:
+                target[row] = target.get(row, 0) + K.decode_counter(value)
+    total = sum(n for n in now_counts.values() if n > 0)
+    ranks, previous_ranks = _ranked(now_counts), _ranked(then_counts)
+    metric_rows = [K.metrics_row(m, level) for m in moments]
+    metrics = backend.get_rows(K.METRICS, metric_rows, columns=[K.counter_column(counters.SUBMITTED)])
+    submitted = sum(K.decode_counter(cells[K.counter_column(counters.SUBMITTED)])
+                    for cells in metrics.values() if len(cells.get(K.counter_column(counters.SUBMITTED), b"")) == 8)
+    signatures = []
+    for row, (rank, n) in sorted(ranks.items(), key=lambda item: item[1][0])[:limit]:
+        before = previous_ranks.get(row)
+        if before is None:
+            movement = "new"
+        else:
+            movement = "up" if before[0] > rank else "down" if before[0] < rank else "same"
+        signatures.append({"rank": rank, "signature": K.signature_from_row(row), "count": n,
+                           "share": round(n / total, 6) if total else 0.0,
+                           "previous_rank": before[0] if before else None,
+                           "previous_count": before[1] if before else 0, "movement": movement})
+    return {"start": start.isoformat(), "end": end.isoformat(), "previous_start": previous_start.isoformat(),
+            "level": level, "total": total, "submitted": submitted, "signatures": signatures}
+
+
+def _first_seen(by_level):
+    """The most precise interval known to hold the signature's first crash: the earliest year,
+    then within it the earliest month, day and hour whose columns are still kept."""
+    found = None
+    for level in ("year", "month", "day", "hour"):
+        starts = sorted(by_level.get(level, {}))
+        if found is not None:
+            end = K.interval_end(found[0], found[1])
+            starts = [s for s in starts if found[1] <= s < end]
+        if starts:
+            found = (level, starts[0])
+    return found
+
+
+def signature_report(backend, signature, now=None):
+    """Everything the counters say of one signature.
+
+    ``{"signature", "counters": {level: {interval row: n}}, "first_seen": {"level", "start"} or
+    None, "hourly": [[hour row, n]] (the last 48 hours), "daily": [[day row, n]] (the last 30
+    days)}``.  One row read.
+    """
+    now = datetime.now(timezone.utc) if now is None else K.parse_timestamp(now, "now")
+    cells = counters.get_signature_counters(backend, signature)
+    by_level = {}
+    for name, n in cells.items():
+        try:
+            level, start = K.parse_signature_counter_column(K.FAMILY_COUNTERS + b":" + name.encode("utf-8"))
+        except InvalidArgument:
+            continue
+        by_level.setdefault(level, {})[start] = n
+    first = _first_seen(by_level)
+    hour = now.replace(minute=0, second=0, microsecond=0)
+    day = hour.replace(hour=0)
+    hourly = [hour - timedelta(hours=h) for h in range(CHART_HOURS - 1, -1, -1)]
+    daily = [day - timedelta(days=d) for d in range(CHART_DAYS - 1, -1, -1)]
+
+    def row(moment, level):
+        return K.metrics_row(moment, level).decode("ascii")
+
+    return {
+        "signature": K.signature_name(signature),
+        "counters": {level: {row(start, level): n for start, n in sorted(values.items())}
+                     for level, values in by_level.items()},
+        "first_seen": {"level": first[0], "start": first[1].isoformat()} if first else None,
+        "hourly": [[row(m, "hour"), by_level.get("hour", {}).get(m, 0)] for m in hourly],
+        "daily": [[row(m, "day"), by_level.get("day", {}).get(m, 0)] for m in daily],
+    }

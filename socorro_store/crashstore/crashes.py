@@ -27,6 +27,8 @@ from ..checks import is_int
 from ..errors import CrashIDNotFound, InvalidArgument
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of
+from ..schema.stored import (parse_stored_time_index_key, stored_legacy, stored_processed, stored_time,
+                             time_index_key_forms)
 from . import counters
 from .queue import claims_of, merged_scan, owner_of, release_claims, with_crash_rows
 
@@ -119,6 +121,7 @@ def prepare_raw(raw_crash, dumps, crash_id, max_cell_bytes=MAX_CELL_BYTES):
         K.COL_OOID: crash_id.encode("ascii"),
         K.COL_META: _to_json(dict(raw_crash), f"raw crash {crash_id}"),
         K.COL_SUBMITTED: K.format_timestamp(submitted),
+        K.COL_PROCESS_TYPE: process_type.encode("ascii"),
     }
     if legacy is not None:
         puts[K.COL_LEGACY] = str(legacy).encode("ascii")
@@ -157,6 +160,7 @@ def prepare_processed(processed_crash, max_cell_bytes=MAX_CELL_BYTES):
     for column, value in puts.items():
         _check_cell(row, column, value, max_cell_bytes)
     error = raw_signature is None or processed_crash.get("success") is False
+    puts[K.COL_PROCESSING_ERROR] = b"1" if error else b"0"
     return ProcessedCrash(crash_id, name, error, puts)
 
 
@@ -229,11 +233,10 @@ def _state(cells, crash_id):
     """The processing state of a crash row's state cells."""
     if K.COL_SUBMITTED not in cells:
         raise CrashIDNotFound(f"no crash {crash_id}")
-    legacy = cells.get(K.COL_LEGACY)
-    return {
-        "submitted": K.parse_key_timestamp(cells[K.COL_SUBMITTED]),
-        "processed": cells.get(K.COL_PROCESSED) == b"Y",
-        "legacy": int(legacy) if legacy else None,
+    return {  # stored data: read in Socorro's formats too (schema/stored.py)
+        "submitted": stored_time(cells[K.COL_SUBMITTED]),
+        "processed": stored_processed(cells),
+        "legacy": stored_legacy(cells.get(K.COL_LEGACY)),
         "priority": cells.get(K.COL_PRIORITY),
         "signature": cells[K.COL_SIGNATURE].decode("utf-8", "surrogatepass") if K.COL_SIGNATURE in cells else None,
         "processed_at": cells.get(K.COL_PROCESSED_AT),
@@ -268,9 +271,10 @@ def write_processed(backend, crashes, live_counters):
         # Delete the queue pointers every time, not only on first processing: deletes are
         # idempotent, and a retry after a save that wrote the crash row but failed before these
         # deletes must not leave the crash queued forever.
-        queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(key, delete_row=True))
-        if legacy:
-            queue_deletes[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(key, delete_row=True))
+        for form in time_index_key_forms(crash.crash_id, submitted):  # Socorro's 19-char keys too
+            queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
+            if legacy:
+                queue_deletes[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
         if not state["processed"]:
             increments += counters.queue_increments(
                 deletes_unprocessed=1, deletes_unprocessed_legacy=int(legacy),
@@ -411,6 +415,16 @@ def get_processed(backend, crash_id, forbidden_keys=DEFAULT_FORBIDDEN_KEYS):
     return redact(get_unredacted_processed(backend, crash_id), forbidden_keys)
 
 
+def _stored_time_text(raw):
+    """A stored time in our form (Socorro wrote ``2016-09-18 12:34:56.123456``); as stored if unreadable."""
+    if not raw:
+        return None
+    try:
+        return K.format_timestamp(stored_time(raw)).decode()
+    except InvalidArgument:
+        return raw.decode("utf-8", "replace")
+
+
 def get_processing_state(backend, crash_id):
     """Flags, timestamps, the queues the crash is still in, and its claim.
 
@@ -418,12 +432,12 @@ def get_processing_state(backend, crash_id):
     "expires"}``), live or expired; None when it has none (unclaimed, or processed).
     """
     state = read_states(backend, [crash_id])[crash_id]
-    key = K.time_index_key(crash_id, state["submitted"])
-    rows = {"standard": (K.UNPROCESSED_FLAG, key), "legacy": (K.LEGACY_UNPROCESSED_FLAG, key)}
+    forms = time_index_key_forms(crash_id, state["submitted"])
+    rows = {"standard": (K.UNPROCESSED_FLAG, forms), "legacy": (K.LEGACY_UNPROCESSED_FLAG, forms)}
     if state["priority"]:
-        rows["priority"] = (K.UNPROCESSED_FLAG, K.priority_key(crash_id, K.parse_key_timestamp(state["priority"])))
-    queues = [name for name, (table, row) in rows.items()
-              if backend.get_row(table, row, columns=[K.COL_OOID])]
+        rows["priority"] = (K.UNPROCESSED_FLAG, [K.priority_key(crash_id, K.parse_key_timestamp(state["priority"]))])
+    queues = [name for name, (table, keys) in rows.items()
+              if backend.get_rows(table, keys, columns=[K.COL_OOID])]
     history = claims_of(backend, [crash_id]).get(crash_id, [])
     owner = owner_of(history)
     return {
@@ -432,7 +446,7 @@ def get_processing_state(backend, crash_id):
         "legacy_processing": state["legacy"],
         "priority_processing": state["priority"] is not None,
         "submitted": K.format_timestamp(state["submitted"]).decode(),
-        "processed_at": state["processed_at"].decode() if state["processed_at"] else None,
+        "processed_at": _stored_time_text(state["processed_at"]),
         "signature": state["signature"],
         "queues": sorted(queues),
         "claim": history[owner] if owner is not None else None,
@@ -449,7 +463,9 @@ def crashes_submitted(backend, start, end, page_size=1000):
     start, end = K.parse_timestamp(start, "start"), K.parse_timestamp(end, "end")
     rows = merged_scan(backend, K.SUBMITTED_TIME, columns=[K.COL_OOID], start=start, end=end,
                        page_size=page_size)
-    ids = (K.parse_time_index_key(row)[0] for row, _cells in rows)
+    pointers = (parse_stored_time_index_key(row) for row, _cells in rows)  # 19- and 26-char times
+    # a 19-char key (Socorro's, microsecond 0) sorts after the 26-char ones of its second: filter
+    ids = (crash_id for crash_id, moment in pointers if start <= moment < end)
     return with_crash_rows(backend, ids, lambda crash_id: crash_id, page_size)
 
 

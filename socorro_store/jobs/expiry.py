@@ -159,4 +159,5 @@ def run_expire(backend, retention=None, now=None, **job_options):
         ctx.set_phase("expire")
         return expire(backend, retention, now, heartbeat=ctx.heartbeat)
 
-    return runs.run_job(backend, "expire", body, params=asdict(retention), resume=False, **job_options).result
+    return runs.run_job(backend, "expire", body, params=asdict(retention), resume=False,
+                        locks=(runs.COUNTERS_LEASE,), **job_options).result

@@ -465,7 +465,8 @@ def run_rollup(backend, until=None, grace_s=DEFAULT_GRACE_S, since=None, lookbac
 
     ``until``: ISO time or datetime (default now); ``grace_s``: seconds an interval must be over
     before it is closed; ``since``: recompute every day from this date.  Raises
-    :class:`~socorro_store.jobs.runs.JobLeaseHeld` when another rollup runs.
+    :class:`~socorro_store.jobs.runs.JobLeaseHeld` when another rollup runs, or another job holds
+    the shared ``counters`` lease (expire, reconcile-queue).
     """
     cutoff_of(until, grace_s, now)  # validate before the job starts
     if since is not None:
@@ -475,5 +476,5 @@ def run_rollup(backend, until=None, grace_s=DEFAULT_GRACE_S, since=None, lookbac
     params = {"until": _iso(K.parse_timestamp(until)) if until is not None else None, "grace_s": grace_s,
               "since": str(since) if since is not None else None}
     run = runs.run_job(backend, JOB, lambda ctx: rollup(ctx, backend, until, grace_s, since, lookback_days, now),
-                       params=params, progress=progress, **job_options)
+                       params=params, progress=progress, locks=(runs.COUNTERS_LEASE,), **job_options)
     return {**run.result, "run_id": run.run_id}

@@ -364,7 +364,8 @@ def run_verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S,
 
     params = {"repair": repair, "since": str(since) if since else None, "until": str(until) if until else None,
               "drop_foreign": drop_foreign}
-    run = runs.run_job(backend, "verify-indexes", body, params=params, resume=False, **job_options)
+    locks = (runs.INDEXES_LEASE,) if repair else ()  # a check only reads
+    run = runs.run_job(backend, "verify-indexes", body, params=params, resume=False, locks=locks, **job_options)
     return run.result
 
 # -- queue sizes ----------------------------------------------------------------------------
@@ -406,5 +407,5 @@ def reconcile_queue(backend):
 
 def run_reconcile_queue(backend, **job_options):
     run = runs.run_job(backend, "reconcile-queue", lambda ctx: reconcile_queue(backend), resume=False,
-                       **job_options)
+                       locks=(runs.COUNTERS_LEASE, runs.INDEXES_LEASE), **job_options)
     return run.result

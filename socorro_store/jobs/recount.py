@@ -64,16 +64,17 @@ class Tally:
             self.unaccounted.add(minute_row)
 
 
-def count_day(backend, start, end, on_page=None, signature_level="hour"):
-    """Recount the crashes submitted in ``[start, end)``, a range within one UTC day."""
+def count_day(backend, start, end, on_page=None, signature_level="hour", page_size=PAGE):
+    """Recount the crashes submitted in ``[start, end)``, a range within one UTC day, reading
+    ``page_size`` pointers (and their crash rows) at a time."""
     tally = Tally(signature_level)
     for salt_char in K.SALTS:
         low, high = K.time_index_range(salt_char, start, end)
         page = []
         for row, _cells in backend.scan(K.SUBMITTED_TIME, start=low, stop=high, columns=[K.COL_OOID],
-                                        page_size=PAGE):
+                                        page_size=page_size):
             page.append(row)
-            if len(page) >= PAGE:
+            if len(page) >= page_size:
                 _count_page(backend, page, tally, start, end)
                 page = []
                 if on_page:
@@ -82,7 +83,7 @@ def count_day(backend, start, end, on_page=None, signature_level="hour"):
             _count_page(backend, page, tally, start, end)
         if on_page:
             on_page()
-    _cross_check(backend, start, end, tally, on_page)
+    _cross_check(backend, start, end, tally, on_page, page_size)
     return tally
 
 
@@ -187,14 +188,14 @@ def _count_hang_pairs(backend, hang_sides, tally):
             tally.minutes[K.metrics_row(submitted, "minute")][counters.HANG_PAIRS] += 1
 
 
-def _cross_check(backend, start, end, tally, on_page=None):
+def _cross_check(backend, start, end, tally, on_page=None, page_size=PAGE):
     """Mark the minutes of crash rows of the day that the index pass did not count."""
     day = start.replace(hour=0, minute=0, second=0, microsecond=0)
     yymmdd = day.strftime("%y%m%d").encode("ascii")
     per_minute = collections.Counter()
     for salt_char in K.SALTS:
         for n, (row, cells) in enumerate(backend.scan(K.CRASH_REPORTS, prefix=salt_char.encode() + yymmdd,
-                                                      columns=[K.COL_SUBMITTED], page_size=1000)):
+                                                      columns=[K.COL_SUBMITTED], page_size=page_size)):
             crash_id = row[7:].decode("ascii", "replace")
             try:
                 submitted = stored_time(cells[K.COL_SUBMITTED])

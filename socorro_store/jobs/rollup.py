@@ -207,7 +207,7 @@ def signature_rows_by_day(backend, days, cutoff):
     return found
 
 
-def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None, signature_rows=None):
+def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None, signature_rows=None, page_size=recount.PAGE):
     """Make the minute, hour and day counters of ``day`` exact up to ``cutoff``.
 
     ``signature_rows``: the signature rows holding a column of the day (see
@@ -216,7 +216,7 @@ def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None, signature_r
     end = min(day + timedelta(days=1), cutoff)
     if end <= day:
         return
-    tally = recount.count_day(backend, day, end, on_page)
+    tally = recount.count_day(backend, day, end, on_page, page_size=page_size)
     corrector.report["crashes_read"] += tally.crashes
     kept = recount.kept_rows(tally, day, end)
     _report_kept(corrector.report, tally, kept)
@@ -409,7 +409,7 @@ def plan(backend, cutoff, since=None, lookback_days=DEFAULT_LOOKBACK_DAYS):
 
 
 def rollup(ctx, backend, until=None, grace_s=DEFAULT_GRACE_S, since=None,
-           lookback_days=DEFAULT_LOOKBACK_DAYS, now=None):
+           lookback_days=DEFAULT_LOOKBACK_DAYS, now=None, page_size=recount.PAGE):
     """The roll-up job body (see :func:`run_rollup`).  Checkpoints after each day."""
     checkpoint = ctx.checkpoint
     if checkpoint:
@@ -433,7 +433,7 @@ def rollup(ctx, backend, until=None, grace_s=DEFAULT_GRACE_S, since=None,
             signature_rows = signature_rows_by_day(
                 backend, [_from_iso(d) for d in days[index:index + _SCAN_DAYS]], cutoff)
         rollup_day(backend, day, cutoff, corrector, stamp, on_page=ctx.heartbeat,
-                   signature_rows=signature_rows[day])
+                   signature_rows=signature_rows[day], page_size=page_size)
         corrector.flush()
         ctx.report("days", index + 1, len(days))
         ctx.save({"cutoff": _iso(cutoff), "days": days, "next": index + 1, "report": report}, phase="days")
@@ -460,7 +460,7 @@ def rollup(ctx, backend, until=None, grace_s=DEFAULT_GRACE_S, since=None,
 
 
 def run_rollup(backend, until=None, grace_s=DEFAULT_GRACE_S, since=None, lookback_days=DEFAULT_LOOKBACK_DAYS,
-               now=None, progress=None, **job_options):
+               now=None, progress=None, page_size=recount.PAGE, **job_options):
     """Run the roll-up as job ``rollup`` (one live run, checkpoints, retries); return the report.
 
     ``until``: ISO time or datetime (default now); ``grace_s``: seconds an interval must be over
@@ -473,8 +473,10 @@ def run_rollup(backend, until=None, grace_s=DEFAULT_GRACE_S, since=None, lookbac
         K.parse_timestamp(since, "since")
     if not is_int(lookback_days) or lookback_days < 0:
         raise InvalidArgument(f"lookback_days must be an int >= 0: {lookback_days!r}")
+    if not is_int(page_size) or page_size < 1:
+        raise InvalidArgument(f"page_size must be an int >= 1: {page_size!r}")
     params = {"until": _iso(K.parse_timestamp(until)) if until is not None else None, "grace_s": grace_s,
               "since": str(since) if since is not None else None}
-    run = runs.run_job(backend, JOB, lambda ctx: rollup(ctx, backend, until, grace_s, since, lookback_days, now),
+    run = runs.run_job(backend, JOB, lambda ctx: rollup(ctx, backend, until, grace_s, since, lookback_days, now, page_size),
                        params=params, progress=progress, locks=(runs.COUNTERS_LEASE,), **job_options)
     return {**run.result, "run_id": run.run_id}

@@ -141,20 +141,20 @@ def _days(since, until):
     return out
 
 
-def _crash_pages(backend, since, until):
+def _crash_pages(backend, since, until, page_size=PAGE):
     """Pages of ``[(crash id, cells)]``: every crash row, or those of crash-id days in range."""
     if since is None:
-        scans = [backend.scan(K.CRASH_REPORTS, columns=_COLUMNS, page_size=PAGE)]
+        scans = [backend.scan(K.CRASH_REPORTS, columns=_COLUMNS, page_size=page_size)]
     else:
         scans = (backend.scan(K.CRASH_REPORTS, prefix=salt_char.encode() + day.strftime("%y%m%d").encode(),
-                              columns=_COLUMNS, page_size=PAGE)
+                              columns=_COLUMNS, page_size=page_size)
                  for day in _days(since, until) for salt_char in K.SALTS)
     page = {}
     for scan in scans:
         for row, cells in scan:
             if K.COL_SUBMITTED in cells and K.COL_OOID in cells:
                 page[row] = cells
-            if len(page) >= PAGE:
+            if len(page) >= page_size:
                 yield _page_of(backend, page)
                 page = {}
     if page:
@@ -214,17 +214,18 @@ def _write_missing(backend, table, want):
     return sum(1 for key in want if key in still)
 
 
-def _pointer_pages(backend, table, since, until):
+def _pointer_pages(backend, table, since, until, page_size=PAGE):
     """Pages of ``[(row, column, crash id, newest cell ts)]`` of ``table``'s pointers."""
     if since is not None and table in TIME_TABLES:  # a pointer's time is near its crash-id date
         low, high = since - timedelta(days=1), until + timedelta(days=1)
-        scans = [backend.scan(table, start=a, stop=b, columns=[b"ids"], include_timestamp=True, page_size=PAGE)
+        scans = [backend.scan(table, start=a, stop=b, columns=[b"ids"], include_timestamp=True,
+                              page_size=page_size)
                  for a, b in (K.time_index_range(c, low, high) for c in K.SALTS)]
         if table == K.UNPROCESSED_FLAG:
             scans.append(backend.scan(table, prefix=K.PRIORITY_PREFIX, columns=[b"ids"], include_timestamp=True,
-                                      page_size=PAGE))
+                                      page_size=page_size))
     else:
-        scans = [backend.scan(table, columns=[b"ids"], include_timestamp=True, page_size=PAGE)]
+        scans = [backend.scan(table, columns=[b"ids"], include_timestamp=True, page_size=page_size)]
     page = []
     for scan in scans:
         for row, cells in scan:
@@ -232,7 +233,7 @@ def _pointer_pages(backend, table, since, until):
             for column, (value, _ts) in cells.items():
                 if column == K.COL_OOID or (table == K.HANG_ID and K.is_hang_column(column)):
                     page.append((row, column, value.decode("ascii", "replace"), newest))
-            if len(page) >= PAGE:
+            if len(page) >= page_size:
                 yield page
                 page = []
     if page:
@@ -315,7 +316,7 @@ def _range_of(since, until):
 
 
 def verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, heartbeat=None, now_ms=None,
-                   since=None, until=None, drop_foreign=False):
+                   since=None, until=None, drop_foreign=False, page_size=PAGE):
     """Count VALID / MISSING / ORPHAN / FOREIGN / UNREADABLE pointers per index table; with
     ``repair``, fix them (see the module docstring).
 
@@ -324,10 +325,12 @@ def verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, hea
     """
     if not is_number(orphan_age_s) or orphan_age_s < 0:
         raise InvalidArgument(f"orphan_age_s must be a number >= 0: {orphan_age_s!r}")
+    if not isinstance(page_size, int) or page_size < 1:
+        raise InvalidArgument(f"page_size must be an int >= 1: {page_size!r}")
     start, end = _range_of(since, until)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     counts = {table: dict.fromkeys(COUNTS, 0) for table in INDEX_TABLES}
-    for page in _crash_pages(backend, start, end):
+    for page in _crash_pages(backend, start, end, page_size):
         _check_crash_page(backend, page, counts, repair, heartbeat)
 
     def in_range(crash_id):
@@ -340,7 +343,7 @@ def verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, hea
         return start.date() <= day < end.date()
 
     for table in INDEX_TABLES:
-        for page in _pointer_pages(backend, table, start, end):
+        for page in _pointer_pages(backend, table, start, end, page_size):
             _check_pointer_page(backend, table, page, counts[table], repair, orphan_age_s, now_ms,
                                 drop_foreign, in_range)
             if heartbeat:

@@ -49,10 +49,10 @@ def stores(tmp_path_factory):
 
 
 def test_recount_holds_one_page_and_per_interval_state(stores):
-    small, large = stores
     peaks, tallies = [], []
     for store in stores:
-        peak, tally = _peak(lambda: recount.count_day(store.backend, DAY, DAY + timedelta(days=1), page_size=50))
+        peak, tally = _peak(lambda store=store: recount.count_day(store.backend, DAY, DAY + timedelta(days=1),
+                                                                  page_size=50))
         peaks.append(peak)
         tallies.append(tally)
     assert [t.crashes for t in tallies] == [BASE, 4 * BASE]
@@ -64,13 +64,13 @@ def test_recount_holds_one_page_and_per_interval_state(stores):
 def test_rollup_memory_does_not_grow_with_crashes_and_each_key_is_written_once(stores):
     peaks, reports = [], []
     for store in stores:
-        peak, report = _peak(lambda: rollup.run_rollup(store.backend, until=DAY + timedelta(days=1), grace_s=0,
-                                                         page_size=50))
+        peak, report = _peak(lambda store=store: rollup.run_rollup(store.backend, until=DAY + timedelta(days=1),
+                                                                     grace_s=0, page_size=50))
         peaks.append(peak)
         reports.append(report)
     assert [r["crashes_read"] for r in reports] == [BASE, 4 * BASE]
     assert peaks[1] < 1.5 * peaks[0], peaks
-    small, large = stores
+    large = stores[1]
     assert large.get_metrics("2016-09-01")["submitted_crash_reports"] == 4 * BASE
     again = rollup.run_rollup(large.backend, until=DAY + timedelta(days=1), grace_s=0, since=DAY)
     assert again["cells_written"] == 0 and again["cells_deleted"] == 0
@@ -79,7 +79,8 @@ def test_rollup_memory_does_not_grow_with_crashes_and_each_key_is_written_once(s
 def test_verify_indexes_memory_does_not_grow_with_crashes(stores):
     peaks = []
     for store, n in zip(stores, (BASE, 4 * BASE)):
-        peak, report = _peak(lambda: scrutiny.verify_indexes(store.backend, page_size=50, since="2016-09-01", until="2016-09-02"))
+        peak, report = _peak(lambda store=store: scrutiny.verify_indexes(store.backend, page_size=50,
+                                                                         since="2016-09-01", until="2016-09-02"))
         peaks.append(peak)
         assert report[K.SUBMITTED_TIME]["valid"] == n and report[K.SIGNATURE_OOID]["valid"] == n
         # the loader writes no queue pointers for these processed crashes, and no orphans

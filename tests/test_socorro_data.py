@@ -95,7 +95,7 @@ def test_socorro_rows_are_read_as_written(socorro_store):
 
 
 def test_rollup_never_destroys_socorro_counters(socorro_store):
-    store, ids = socorro_store
+    store, _ids = socorro_store
     before = {row: store.get_metrics(row) for row in (b"2016-09-18", b"2016-09-18T14", b"2016-09", b"2016")}
     report = rollup.run_rollup(store.backend, until=UNTIL)
     # the happybase crash has no pointer: its minute, hour and day are left alone, and said so

@@ -27,8 +27,13 @@ from ..checks import is_int
 from ..errors import CrashIDNotFound, InvalidArgument
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of
-from ..schema.stored import (parse_stored_time_index_key, stored_legacy, stored_processed, stored_time,
-                             time_index_key_forms)
+from ..schema.stored import (
+    parse_stored_time_index_key,
+    stored_legacy,
+    stored_processed,
+    stored_time,
+    time_index_key_forms,
+)
 from . import counters
 from .queue import claims_of, merged_scan, owner_of, release_claims, with_crash_rows
 
@@ -266,7 +271,6 @@ def write_processed(backend, crashes, live_counters):
         ooid = {K.COL_OOID: crash.crash_id.encode("ascii")}
         sig_puts.append(RowMutation(K.signature_index_key(crash.signature, submitted, crash.crash_id), ooid))
         mutation = RowMutation(K.crash_row_key(crash.crash_id), dict(crash.puts))
-        key = K.time_index_key(crash.crash_id, submitted)
         legacy = state["legacy"] == 0
         # Delete the queue pointers every time, not only on first processing: deletes are
         # idempotent, and a retry after a save that wrote the crash row but failed before these

@@ -27,7 +27,12 @@ from ..crashstore import counters
 from ..errors import InvalidArgument
 from ..schema import keys as K
 from ..schema.crash_facts import stored_process_type, stored_processing_error
-from ..schema.stored import parse_stored_time_index_key, stored_legacy, stored_processed, stored_time
+from ..schema.stored import (
+    parse_stored_time_index_key,
+    stored_legacy,
+    stored_processed,
+    stored_time,
+)
 
 PAGE = 500
 CRASH_COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_HANG, K.COL_SIGNATURE]

@@ -52,9 +52,15 @@ from ..crashstore import counters
 from ..errors import InvalidArgument
 from ..schema import keys as K
 from ..schema.crash_facts import stored_process_type
-from ..schema.stored import (canonical_time_index_key, parse_socorro_signature_key,
-                             parse_stored_time_index_key, stored_legacy, stored_processed, stored_time,
-                             time_index_key_forms)
+from ..schema.stored import (
+    canonical_time_index_key,
+    parse_socorro_signature_key,
+    parse_stored_time_index_key,
+    stored_legacy,
+    stored_processed,
+    stored_time,
+    time_index_key_forms,
+)
 from . import runs
 
 INDEX_TABLES = (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG, K.LEGACY_SUBMITTED_TIME,
@@ -181,7 +187,7 @@ def _check_crash_page(backend, page, counts, repair, heartbeat):
         if not want:
             continue
         lookups = {}
-        for (row, column), puts in want.items():
+        for row, column in want:
             forms = [row]
             if table in TIME_TABLES and not row.startswith(K.PRIORITY_PREFIX):
                 forms = time_index_key_forms(*parse_stored_time_index_key(row))
@@ -205,7 +211,7 @@ def _write_missing(backend, table, want):
     still, _unreadable = _implied(backend, table, [i.decode("ascii", "replace") for i in ids
                                                    if K.CRASH_ID_RE.match(i.decode("ascii", "replace"))])
     mutations = {}
-    for (row, column), _puts in want.items():
+    for row, column in want:
         if (row, column) in still:
             mutations.setdefault(row, RowMutation(row)).puts.update(still[(row, column)])
     batch = list(mutations.values())

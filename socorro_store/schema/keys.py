@@ -69,11 +69,22 @@ from datetime import date, datetime, timedelta, timezone
 
 from ..checks import is_int
 from ..errors import InvalidArgument, InvalidCrashID
+from .job_keys import (  # noqa: F401 - re-exported: the jobs table's layouts
+    COL_LEASE,
+    COL_RUN_JOB,
+    JOBS,
+    job_lease_key,
+    job_run_key,
+    job_run_prefix,
+    new_run_id,
+    parse_job_run_key,
+    parse_run_id_key,
+    run_id_key,
+    validate_job_name,
+    validate_run_id,
+)
 from .specs import SALTS  # noqa: F401 - re-exported: the salt characters of every salted key
 from .timeparse import parse_timestamp  # noqa: F401 - re-exported: keys take the same time inputs
-from .job_keys import (  # noqa: F401 - re-exported: the jobs table's layouts
-    JOBS, COL_LEASE, COL_RUN_JOB, validate_job_name, validate_run_id, new_run_id,
-    job_run_prefix, job_run_key, run_id_key, parse_run_id_key, parse_job_run_key, job_lease_key)
 
 CRASH_ID_RE = re.compile(r"^[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{6}[0-9]{6}$")
 CRASH_ID_LEN = 36

@@ -92,6 +92,9 @@ def test_socorro_rows_are_read_as_written(socorro_store):
         with pytest.raises(InvalidArgument):
             store.get_metrics(bad)
     assert store.get_raw_crash(ids["happybase"])["uuid"] == ids["happybase"]
+    # a priority request on a crash Socorro processed: its state is read, the request queued
+    assert store.enqueue_priority([ids["processed"]]) == 1
+    assert store.get_processing_state(ids["processed"])["queues"] == ["priority"]
 
 
 def test_rollup_never_destroys_socorro_counters(socorro_store):

@@ -1,7 +1,8 @@
 """Batch jobs: ``rollup``, ``expire``, ``reconcile-queue``, ``verify-indexes``, ``jobs list|show``.
 
 Each command is one library call.  Long jobs draw a progress bar on stderr (not with ``--json``).
-A job already running elsewhere: the command says who holds the lease and exits 2.
+A job already running elsewhere, or another job holding a shared lease it needs (``counters``,
+``indexes``): the command says who holds the lease and exits 2.
 """
 
 from datetime import datetime, timezone

@@ -13,6 +13,8 @@ Crash ids
 Timestamps in keys
     ``YYYY-MM-DDTHH:MM:SS.ffffff`` (26 ASCII bytes), UTC, no offset, always microseconds: fixed
     width, so byte order is time order.  :func:`format_timestamp` / :func:`parse_key_timestamp`.
+    Socorro's own rows hold other forms (offsets, 19-character key times, ``Y`` flags): readers
+    of stored data go through :mod:`socorro_store.schema.stored`, which accepts them all.
 
 Tables and row keys (``S`` = salt, ``T`` = 26-byte timestamp, ``ID`` = 36-byte crash id)::
 

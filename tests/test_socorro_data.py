@@ -19,6 +19,7 @@ from socorro_store.cli import main
 from socorro_store.errors import InvalidArgument
 from socorro_store.jobs import rollup, scrutiny
 from socorro_store.schema import keys as K
+from socorro_store.schema import stored
 
 UTC = timezone.utc
 DAY = datetime(2016, 9, 18, tzinfo=UTC)
@@ -184,3 +185,35 @@ def test_unreadable_crash_row_is_kept_and_reported(embedded_url):
         checked = scrutiny.verify_indexes(store.backend, repair=True, orphan_age_s=0)
         assert checked[K.SUBMITTED_TIME]["unreadable"] >= 1 and checked[K.SUBMITTED_TIME]["deleted_orphans"] == 0
         assert store.backend.get_rows(K.SUBMITTED_TIME, [(crash_id[0] + at.isoformat()[:-6] + crash_id).encode()])
+
+
+@pytest.mark.parametrize("raw, expected", [
+    (b"2016-09-18T12:34:56.123456", datetime(2016, 9, 18, 12, 34, 56, 123456, tzinfo=UTC)),
+    (b"2016-09-18T12:34:56.123456+00:00", datetime(2016, 9, 18, 12, 34, 56, 123456, tzinfo=UTC)),
+    (b"2016-09-18T12:34:56+00:00", datetime(2016, 9, 18, 12, 34, 56, tzinfo=UTC)),
+    (b"2016-09-18T14:34:56.5+02:00", datetime(2016, 9, 18, 12, 34, 56, 500000, tzinfo=UTC)),
+    (b"2016-09-18 12:34:56.123456", datetime(2016, 9, 18, 12, 34, 56, 123456, tzinfo=UTC)),
+    (b"2016-09-18T12:34:56Z", datetime(2016, 9, 18, 12, 34, 56, tzinfo=UTC)),
+    (b"2016-09-18T12:34:56", datetime(2016, 9, 18, 12, 34, 56, tzinfo=UTC)),
+])
+def test_stored_times_in_every_writer_form(raw, expected):
+    assert stored.stored_time(raw) == expected
+
+
+@pytest.mark.parametrize("raw", [b"", b"yesterday", b"2016-09-18", b"2016-13-18T00:00:00", b"\xff", None, 5])
+def test_unreadable_stored_times_are_refused(raw):
+    with pytest.raises(InvalidArgument):
+        stored.stored_time(raw)
+
+
+def test_stored_flags_and_key_forms():
+    assert [stored.stored_legacy(v) for v in (b"0", b"1", b"2", b"Y", None, b"", b"N")] == [0, 1, 2, 0, None, None, None]
+    crash_id, at = CRASHES["whole_second"]
+    ours, socorros = stored.time_index_key_forms(crash_id, at)
+    assert socorros == (crash_id[0] + at.isoformat()[:-6] + crash_id).encode() and len(ours) == len(socorros) + 7
+    assert stored.parse_stored_time_index_key(socorros) == stored.parse_stored_time_index_key(ours) == (crash_id, at)
+    assert stored.canonical_time_index_key(socorros) == ours
+    assert stored.time_index_key_forms(*CRASHES["legacy"]) == [K.time_index_key(*CRASHES["legacy"])]
+    with pytest.raises(InvalidArgument):
+        stored.parse_stored_time_index_key(b"x" + socorros[1:])  # salt differs from the crash id
+    assert stored.parse_socorro_signature_key(b"js::Foo" + crash_id.encode()) == ("js::Foo", crash_id)

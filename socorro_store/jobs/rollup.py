@@ -73,6 +73,7 @@ COL_DIGEST = b"timestamps:rollup_digest"
 COL_SIG_DAYS_EXPIRED = b"timestamps:expired_signature_days"
 COL_SIG_MONTHS_EXPIRED = b"timestamps:expired_signature_months"
 _SCAN_DAYS = 31  # days whose signature columns one scan of crash_report_signatures finds
+_SIG_PAGE = 200  # signature rows per page of a month's (year's) roll-up
 UTC = timezone.utc
 
 
@@ -334,16 +335,26 @@ def rollup_coarse(backend, level, start, corrector, stamp):
                 exact_sigs[sig_row][coarse_column] = exact_sigs[sig_row].get(coarse_column, 0) + \
                     sum(per_level.values())
             day += timedelta(days=1)
-    live_sigs = {}  # one scan reads the finer columns and the live coarse one
-    for sig_row, cells in backend.scan(K.SIGNATURES, columns=([] if expired else fine_columns) + [coarse_column],
-                                       page_size=1000):
+    # one scan reads the finer columns and the live coarse one; each page is fixed and written as
+    # it goes, so what is held is a page of signature rows, not every signature's columns
+    unique = 0
+    for n, (sig_row, cells) in enumerate(backend.scan(
+            K.SIGNATURES, columns=([] if expired else fine_columns) + [coarse_column], page_size=_SIG_PAGE)):
         values = _decode_cells(cells)
-        live_sigs[sig_row] = {coarse_column: values[coarse_column]} if coarse_column in values else {}
-        n = sum(v for c, v in values.items() if c != coarse_column)
-        if n and not expired:
-            exact_sigs[sig_row][coarse_column] = n
-    _fix_signatures(corrector, live_sigs, exact_sigs)
-    total[K.counter_column(counters.UNIQUE_SIGNATURES)] = sum(1 for v in exact_sigs.values() if v.get(coarse_column))
+        live_coarse = {coarse_column: values[coarse_column]} if coarse_column in values else {}
+        if expired:
+            exact = exact_sigs.pop(sig_row, {})
+        else:
+            count = sum(v for c, v in values.items() if c != coarse_column)
+            exact = {coarse_column: count} if count else {}
+        corrector.fix(K.SIGNATURES, sig_row, exact, live_coarse, kind="signatures")
+        unique += bool(exact.get(coarse_column))
+        if n % _SIG_PAGE == _SIG_PAGE - 1:
+            corrector.flush()  # rows behind the scan: writing them does not disturb it
+    for sig_row, exact in exact_sigs.items():  # recounted signatures with no live coarse cell
+        corrector.fix(K.SIGNATURES, sig_row, exact, {}, kind="signatures")
+        unique += bool(exact.get(coarse_column))
+    total[K.counter_column(counters.UNIQUE_SIGNATURES)] = unique
     live_cells = live.get(row, {})
     corrector.fix(K.METRICS, row, {c: v for c, v in total.items() if v}, _decode_cells(live_cells), _derived_column)
     written = {**{c: v for c, v in live_cells.items() if not _derived_column(c) and c.startswith(b"counters:")},

@@ -13,18 +13,31 @@ be 1).  Ratios against D=1 show whether cost grows linearly with the rows read. 
     python tools/bench_rollup.py                                  # embedded, temp directories
     python tools/bench_rollup.py --days 1,7,30 --per-day 200 --json
     python tools/bench_rollup.py --url hbase://127.0.0.1:9090     # gateway / HBase (table_prefix per D)
+
+At scale (``--direct``): the crashes are written straight into the tables with batched mutations
+(:mod:`bulk_crashes`; no live counters, so the roll-up writes every counter once), and the run
+also reports its memory: the process's peak RSS before and after the roll-up, and with
+``--tracemalloc`` the peak of Python allocations during the roll-up alone.  Run two sizes in two
+processes to compare (the peak RSS of a process only grows):
+
+    python tools/bench_rollup.py --direct --days 30 --per-day 100000
+    python tools/bench_rollup.py --direct --days 30 --per-day 20000 --memory-only   # peak RSS, no probe
+    python tools/bench_rollup.py --direct --days 1 --per-day 20000 --memory-only --tracemalloc
 """
 
 import argparse
 import collections
 import json
 import random
+import resource
 import sys
 import tempfile
 import time
+import tracemalloc
 from datetime import datetime, timedelta, timezone
 
 from bench_common import isolated
+from bulk_crashes import load_direct
 
 from socorro_store import open_store
 from socorro_store.backends.base import RowMutation
@@ -119,23 +132,37 @@ class Probe:
             self.backend.__dict__.pop(name, None)
 
 
-def bench_one(url, days, per_day, drift, seed):
+def peak_rss_mb():
+    """This process's peak resident set size so far, in MB (Linux reports KB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def bench_one(url, days, per_day, drift, seed, direct=False, trace=False, probe_writes=True):
     with open_store(url) as store:
         store.create_tables()
         t0 = time.perf_counter()
-        crashes = ingest(store, days, per_day, seed)
+        crashes = load_direct(store.backend, days, per_day, seed) if direct else ingest(store, days, per_day, seed)
         ingest_s = time.perf_counter() - t0
+        rss_before = peak_rss_mb()
         corrupted = corrupt(store.backend, drift, seed)
         backend = store.backend
-        probe = Probe(backend)
+        probe = Probe(backend) if probe_writes else Probe.__new__(Probe)  # the probe holds every key written
+        if not probe_writes:
+            probe.backend, probe.rows_read, probe.writes, probe.marks, probe.full_scans = (
+                backend, collections.Counter(), collections.Counter(), collections.Counter(), collections.Counter())
         backend.calls.clear()
         until = START + timedelta(days=days)
+        if trace:
+            tracemalloc.start()
         t0 = time.perf_counter()
         try:
             report = rollup.run_rollup(backend, until=until, grace_s=0, since=START)
         finally:
             seconds = time.perf_counter() - t0
             probe.close()
+            traced_peak = tracemalloc.get_traced_memory()[1] if trace else None
+            if trace:
+                tracemalloc.stop()
         calls = dict(sorted(backend.calls.items()))
         rows_read = sum(probe.rows_read.values())
         n_calls = sum(calls.values())
@@ -146,10 +173,13 @@ def bench_one(url, days, per_day, drift, seed):
             "full_table_scans": dict(probe.full_scans),
             "rows_per_second": round(rows_read / seconds) if seconds else None,
             "counter_cells_written": sum(probe.writes.values()), "counter_keys_written": len(probe.writes),
-            "max_writes_per_key": max(probe.writes.values(), default=0),
+            "max_writes_per_key": max(probe.writes.values(), default=0) if probe_writes else None,
             "max_writes_per_mark": max(probe.marks.values(), default=0),
             "drift_reported": sum(report["drift"].values()), "months_rolled_up": report["months"],
             "us_per_row": round(seconds / rows_read * 1e6, 1) if rows_read else None,
+            "peak_rss_mb_before_rollup": rss_before, "peak_rss_mb_after_rollup": peak_rss_mb(),
+            "rollup_tracemalloc_peak_mb": round(traced_peak / 2**20, 2) if traced_peak is not None else None,
+            "kept_intervals": report["kept_intervals"], "loader": "direct" if direct else "api",
             "calls_per_1k_rows": round(n_calls / rows_read * 1000, 2) if rows_read else None,
         }
 
@@ -186,6 +216,9 @@ def print_table(results):
               f"seconds x{v['seconds_x']}, calls x{v['calls_x']}; rows read per crash {v['rows_per_crash']}; "
               f"drift corrected {r['drift_reported']} (corrupted {r['counter_cells_corrupted']}); "
               f"months {r['months_rolled_up']}; max writes per mark {r['max_writes_per_mark']}")
+        print(f"      loader {r['loader']} ({r['ingest_seconds']} s); peak RSS {r['peak_rss_mb_before_rollup']} MB "
+              f"before the roll-up, {r['peak_rss_mb_after_rollup']} MB after; roll-up tracemalloc peak "
+              f"{r['rollup_tracemalloc_peak_mb']} MB; max writes per key {r['max_writes_per_key']}")
 
 
 def main(argv=None):
@@ -196,6 +229,12 @@ def main(argv=None):
     parser.add_argument("--url", help="store URL (default: embedded store in a temp directory per D)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    parser.add_argument("--direct", action="store_true",
+                        help="write the crashes straight into the tables (batched; for large volumes)")
+    parser.add_argument("--tracemalloc", action="store_true", help="report the roll-up's Python allocation peak")
+    parser.add_argument("--memory-only", action="store_true",
+                        help="no write probe (it holds every counter key written, so it would dominate the "
+                             "memory measured); rows read and max writes per key are not reported")
     args = parser.parse_args(argv)
     day_counts = [int(d) for d in args.days.split(",") if d.strip()]
     if not day_counts or min(day_counts) < 1 or max(day_counts) > 365:
@@ -204,14 +243,15 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="bench-rollup-") as workdir:
         for days in day_counts:
             results.append(bench_one(isolated(args.url, workdir, f"d{days}"), days, args.per_day,
-                                     args.drift, args.seed))
+                                     args.drift, args.seed, args.direct, args.tracemalloc,
+                                     not args.memory_only))
             print(f"D={days}: {results[-1]['seconds']} s", file=sys.stderr)
     add_ratios(results)
     if args.json:
         print(json.dumps(results, indent=2))
     else:
         print_table(results)
-    ok = all(r["max_writes_per_key"] <= 1 for r in results)
+    ok = all((r["max_writes_per_key"] or 0) <= 1 for r in results)
     return 0 if ok else 1
 
 

@@ -1,7 +1,8 @@
 """Batch jobs: ``rollup``, ``expire``, ``reconcile-queue``, ``verify-indexes``, ``jobs list|show``.
 
 Each command is one library call.  Long jobs draw a progress bar on stderr (not with ``--json``).
-A job already running elsewhere: the command says who holds the lease and exits 2.
+A job already running elsewhere, or another job holding a shared lease it needs (``counters``,
+``indexes``): the command says who holds the lease and exits 2.
 """
 
 from datetime import datetime, timezone
@@ -64,6 +65,12 @@ def rollup_command(ctx, until, grace, since, as_json):
                f"{report['months']} month(s), {report['years']} year(s), {report['crashes_read']} crashes read")
     click.echo(f"counter cells written {report['cells_written']}, deleted {report['cells_deleted']}, "
                f"drift {report['drift'] or 'none'}")
+    if report.get("kept_intervals"):
+        click.echo(f"left alone (crashes there could not be counted): {report['kept_intervals']} interval(s), "
+                   f"e.g. {', '.join(report['kept_examples'][:5])}; {report['unreadable_rows']} unreadable "
+                   "crash row(s)")
+        for example in report["unreadable_examples"][:5]:
+            click.echo(f"  unreadable {example['crash_id']}: {example['reason']}")
     for example in report["drift_examples"]:
         click.echo(f"  drift {example['table']} {example['row']} {example['column']}: "
                    f"live {example['live']} -> exact {example['exact']}")
@@ -110,21 +117,31 @@ def reconcile_queue_command(ctx, as_json):
 @click.command("verify-indexes")
 @click.option("--repair", is_flag=True, help="Recreate missing pointers; delete old orphans.")
 @click.option("--orphan-age", default="10m", show_default=True, help="Only orphans older than this are deleted.")
+@click.option("--since", default=None, metavar="DATE",
+              help="Only crashes whose crash-id date is DATE or later (their rows are read by day prefix).")
+@click.option("--until", default=None, metavar="DATE", help="With --since: only crash-id dates before DATE.")
+@click.option("--drop-foreign", is_flag=True,
+              help="With --repair: delete pointers in Socorro's layouts (FOREIGN) whose crash row exists.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def verify_indexes_command(ctx, repair, orphan_age, as_json):
-    """VALID / MISSING / ORPHAN pointers of the 7 index tables (job 'verify-indexes').
+def verify_indexes_command(ctx, repair, orphan_age, since, until, drop_foreign, as_json):
+    """VALID / MISSING / ORPHAN / FOREIGN / UNREADABLE pointers of the 7 index tables (job
+    'verify-indexes').
 
-    Exits 1 when anything is MISSING or ORPHAN (before repair).
+    Exits 1 when anything is MISSING, ORPHAN or UNREADABLE (before repair).  FOREIGN pointers
+    (Socorro's own index layouts) are reported, not a failure.
     """
     age = parse_duration(orphan_age)
+    if drop_foreign and not repair:
+        raise click.UsageError("--drop-foreign needs --repair")
     with open_existing(ctx) as backend:
-        report = scrutiny.run_verify_indexes(backend, repair=repair, orphan_age_s=age)
+        report = scrutiny.run_verify_indexes(backend, repair=repair, orphan_age_s=age, since=since, until=until,
+                                             drop_foreign=drop_foreign)
     if as_json:
         echo_json(report)
     else:
         _print_table(report)
-    if any(t["missing"] or t["orphan"] for t in report.values()):
+    if any(t["missing"] or t["orphan"] or t["unreadable"] for t in report.values()):
         ctx.exit(1)
 
 

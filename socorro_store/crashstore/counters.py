@@ -68,11 +68,11 @@ from ..schema.keys import (
     first_seen_cells,
     metrics_row,
     metrics_rows,
-    parse_metrics_row,
     signature_counter_columns,
     signature_row,
     validate_process_type,
 )
+from ..schema.stored import validate_metrics_row_name
 
 log = logging.getLogger(__name__)
 QUEUE_COUNTERS = (
@@ -215,10 +215,9 @@ def read_counters(backend, table, row):
 
 
 def get_metrics(backend, row):
-    """``{counter: int}`` of a metrics row (validated: a time level row or crash_report_queues)."""
-    if isinstance(row, str):
-        row = row.encode("utf-8")
-    parse_metrics_row(row)
+    """``{counter: int}`` of any metrics row: ours (time levels, crash_report_queues) or Socorro's
+    (``crash_report_queue``); the name is checked to be a sane row name, not a format."""
+    row = validate_metrics_row_name(row)
     return read_counters(backend, METRICS, row)
 
 

@@ -28,6 +28,7 @@ from ..errors import CrashIDNotFound, InvalidArgument
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of
 from ..schema.queue_keys import COL_CLAIM, COL_DEAD, COL_DEAD_LETTER, dead_letter_key
+from ..schema.stored import parse_stored_time_index_key, stored_time, time_index_key_forms
 from . import counters
 from .queue import (
     decode_claims,
@@ -126,6 +127,7 @@ def prepare_raw(raw_crash, dumps, crash_id, max_cell_bytes=MAX_CELL_BYTES):
         K.COL_OOID: crash_id.encode("ascii"),
         K.COL_META: _to_json(dict(raw_crash), f"raw crash {crash_id}"),
         K.COL_SUBMITTED: K.format_timestamp(submitted),
+        K.COL_PROCESS_TYPE: process_type.encode("ascii"),
     }
     if legacy is not None:
         puts[K.COL_LEGACY] = str(legacy).encode("ascii")
@@ -164,6 +166,7 @@ def prepare_processed(processed_crash, max_cell_bytes=MAX_CELL_BYTES):
     for column, value in puts.items():
         _check_cell(row, column, value, max_cell_bytes)
     error = raw_signature is None or processed_crash.get("success") is False
+    puts[K.COL_PROCESSING_ERROR] = b"1" if error else b"0"
     return ProcessedCrash(crash_id, name, error, puts)
 
 
@@ -262,14 +265,14 @@ def write_processed(backend, crashes, live_counters, held=None):
         ooid = {K.COL_OOID: crash.crash_id.encode("ascii")}
         sig_puts.append(RowMutation(K.signature_index_key(crash.signature, submitted, crash.crash_id), ooid))
         mutation = RowMutation(K.crash_row_key(crash.crash_id), dict(crash.puts))
-        key = K.time_index_key(crash.crash_id, submitted)
         legacy = state["legacy"] == 0
         # Delete the queue pointers every time, not only on first processing: deletes are
         # idempotent, and a retry after a save that wrote the crash row but failed before these
         # deletes must not leave the crash queued forever.  The claims go with the rows.
-        queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(key, delete_row=True))
-        if legacy:
-            queue_deletes[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(key, delete_row=True))
+        for form in time_index_key_forms(crash.crash_id, submitted):  # Socorro's 19-char keys too
+            queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
+            if legacy:
+                queue_deletes[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
         if not state["processed"]:
             increments += counters.queue_increments(
                 deletes_unprocessed=1, deletes_unprocessed_legacy=int(legacy),
@@ -435,6 +438,16 @@ def get_processed(backend, crash_id, forbidden_keys=DEFAULT_FORBIDDEN_KEYS):
     return redact(get_unredacted_processed(backend, crash_id), forbidden_keys)
 
 
+def _stored_time_text(raw):
+    """A stored time in our form (Socorro wrote ``2016-09-18 12:34:56.123456``); as stored if unreadable."""
+    if not raw:
+        return None
+    try:
+        return K.format_timestamp(stored_time(raw)).decode()
+    except InvalidArgument:
+        return raw.decode("utf-8", "replace")
+
+
 def get_processing_state(backend, crash_id):
     """Flags, timestamps, the queues the crash is still in, its claim and its failed attempts.
 
@@ -444,15 +457,18 @@ def get_processing_state(backend, crash_id):
     ``dead_lettered``: whether the queue stopped handing it out after too many.
     """
     state = read_states(backend, [crash_id])[crash_id]
-    key = K.time_index_key(crash_id, state["submitted"])
-    claim_rows = [key]
+    forms = time_index_key_forms(crash_id, state["submitted"])  # Socorro's 19-char keys too
+    claim_rows = list(forms)
     if state["priority"]:
         claim_rows.insert(0, K.priority_key(crash_id, K.parse_key_timestamp(state["priority"])))
     rows = backend.get_rows(K.UNPROCESSED_FLAG, claim_rows + [dead_letter_key(crash_id)],
                             columns=[K.COL_OOID, COL_CLAIM, COL_DEAD, COL_DEAD_LETTER])
-    queues = [name for name, row in (("standard", key), ("priority", claim_rows[0] if state["priority"] else None))
-              if row is not None and rows.get(row, {}).get(K.COL_OOID)]
-    if backend.get_row(K.LEGACY_UNPROCESSED_FLAG, key, columns=[K.COL_OOID]):
+    queues = []
+    if any(rows.get(form, {}).get(K.COL_OOID) for form in forms):
+        queues.append("standard")
+    if state["priority"] and rows.get(claim_rows[0], {}).get(K.COL_OOID):
+        queues.append("priority")
+    if backend.get_rows(K.LEGACY_UNPROCESSED_FLAG, forms, columns=[K.COL_OOID]):
         queues.append("legacy")
     claim, attempts = None, 0
     for row in claim_rows:  # the priority row's claim first: that queue hands the crash out
@@ -470,7 +486,7 @@ def get_processing_state(backend, crash_id):
         "legacy_processing": state["legacy"],
         "priority_processing": state["priority"] is not None,
         "submitted": K.format_timestamp(state["submitted"]).decode(),
-        "processed_at": state["processed_at"].decode() if state["processed_at"] else None,
+        "processed_at": _stored_time_text(state["processed_at"]),
         "signature": state["signature"],
         "queues": sorted(queues),
         "claim": claim,
@@ -489,7 +505,9 @@ def crashes_submitted(backend, start, end, page_size=1000):
     start, end = K.parse_timestamp(start, "start"), K.parse_timestamp(end, "end")
     rows = merged_scan(backend, K.SUBMITTED_TIME, columns=[K.COL_OOID], start=start, end=end,
                        page_size=page_size)
-    ids = (K.parse_time_index_key(row)[0] for row, _cells in rows)
+    pointers = (parse_stored_time_index_key(row) for row, _cells in rows)  # 19- and 26-char times
+    # a 19-char key (Socorro's, microsecond 0) sorts after the 26-char ones of its second: filter
+    ids = (crash_id for crash_id, moment in pointers if start <= moment < end)
     return with_crash_rows(backend, ids, lambda crash_id: crash_id, page_size)
 
 

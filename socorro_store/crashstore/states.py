@@ -6,6 +6,7 @@ save) and by :mod:`crashes` (saving, reprocessing requests, ``get_processing_sta
 
 from ..errors import CrashIDNotFound
 from ..schema import keys as K
+from ..schema.stored import stored_legacy, stored_processed, stored_time
 
 #: ``flags:dead_lettered``: the failed attempts of a crash the queue stopped handing out (our
 #: addition; see :mod:`socorro_store.schema.queue_keys`).
@@ -17,12 +18,11 @@ def crash_state(cells, crash_id):
     """The processing state of a crash row's state cells; CrashIDNotFound without a crash row."""
     if K.COL_SUBMITTED not in cells:
         raise CrashIDNotFound(f"no crash {crash_id}")
-    legacy = cells.get(K.COL_LEGACY)
     dead = cells.get(COL_DEAD_LETTERED)
-    return {
-        "submitted": K.parse_key_timestamp(cells[K.COL_SUBMITTED]),
-        "processed": cells.get(K.COL_PROCESSED) == b"Y",
-        "legacy": int(legacy) if legacy else None,
+    return {  # stored data: read in Socorro's formats too (schema/stored.py)
+        "submitted": stored_time(cells[K.COL_SUBMITTED]),
+        "processed": stored_processed(cells),
+        "legacy": stored_legacy(cells.get(K.COL_LEGACY)),
         "priority": cells.get(K.COL_PRIORITY),
         "signature": cells[K.COL_SIGNATURE].decode("utf-8", "surrogatepass") if K.COL_SIGNATURE in cells else None,
         "processed_at": cells.get(K.COL_PROCESSED_AT),

@@ -7,6 +7,9 @@ Default retention (:class:`Retention`), counted back from the current interval:
 * ``metrics`` minute rows: 7 days (enough to look at a spike a week later); hour rows: 90 days.
   Day, month and year rows are kept forever (one row a day is ~365 rows a year).
 
+Memory: deletes go out in batches of 1000 as the scans go; what is held is one batch and one
+entry per coarser interval (the marks read, the intervals whose markers go).
+
 Expiry deletes only what a coarser level already holds, i.e. only once the roll-up has marked
 the coarser interval (``timestamps:rolled_up``): a minute row needs its hour row marked, an hour
 row and ``hourly_`` columns their day row, ``daily_`` columns their month row, ``monthly_`` columns
@@ -72,6 +75,17 @@ class _Marks:
         return self.load([row]).cache[row]
 
 
+_BATCH = 1000
+
+
+def _flag_then_delete(backend, expired_flags, deletes):
+    """Flag first: a roll-up must never sum signature columns that are about to go."""
+    if expired_flags:
+        backend.mutate_rows(K.METRICS, [RowMutation(r, {c: b"1"}) for r, c in expired_flags.items()])
+    if deletes:
+        backend.mutate_rows(K.SIGNATURES, deletes)
+
+
 def expire(backend, retention=None, now=None, heartbeat=None):
     """Delete detail older than ``retention`` that a marked coarser interval holds; return counts."""
     retention = retention if retention is not None else Retention()
@@ -104,10 +118,13 @@ def expire(backend, retention=None, now=None, heartbeat=None):
             report[counter] += 1
         else:
             report["kept_unmarked"] += 1
+        if len(deletes) >= _BATCH:  # rows behind the scan: deleting them does not disturb it
+            backend.mutate_rows(K.METRICS, deletes)
+            deletes = []
         if heartbeat:
             heartbeat()
-    for i in range(0, len(deletes), 1000):
-        backend.mutate_rows(K.METRICS, deletes[i:i + 1000])
+    if deletes:
+        backend.mutate_rows(K.METRICS, deletes)
     # signature columns
     limits = {"hour": (hour_now - timedelta(hours=retention.signature_hours), "day"),
               "day": (day_now - timedelta(days=retention.signature_days), "month"),
@@ -135,12 +152,12 @@ def expire(backend, retention=None, now=None, heartbeat=None):
         if columns:
             deletes.append(RowMutation(row, deletes=columns))
             report["signature_columns"] += len(columns)
+        if len(deletes) >= _BATCH:
+            _flag_then_delete(backend, expired_flags, deletes)
+            deletes = []
         if heartbeat:
             heartbeat()
-    if expired_flags:  # flag first: a roll-up must never sum columns that are about to go
-        backend.mutate_rows(K.METRICS, [RowMutation(r, {c: b"1"}) for r, c in expired_flags.items()])
-    for i in range(0, len(deletes), 1000):
-        backend.mutate_rows(K.SIGNATURES, deletes[i:i + 1000])
+    _flag_then_delete(backend, expired_flags, deletes)
     # the first-seen markers of the intervals whose signature columns went
     intervals = sorted(intervals)
     for i in range(0, len(intervals), 1000):
@@ -159,4 +176,5 @@ def run_expire(backend, retention=None, now=None, **job_options):
         ctx.set_phase("expire")
         return expire(backend, retention, now, heartbeat=ctx.heartbeat)
 
-    return runs.run_job(backend, "expire", body, params=asdict(retention), resume=False, **job_options).result
+    return runs.run_job(backend, "expire", body, params=asdict(retention), resume=False,
+                        locks=(runs.COUNTERS_LEASE,), **job_options).result

@@ -5,10 +5,10 @@ retried, a process can die between writes, a reprocessed crash can count twice. 
 them exact for every *closed* interval (one whose end is at or before the cutoff,
 ``min(until, now - grace)``, floored to the minute).
 
-Source of truth: the crash rows, reached through the ``submitted_time`` index (its pointer is
-written before the crash row; a pointer without a crash row, or whose time differs from the crash
-row's, is skipped; a crash row without its pointer is what ``verify-indexes --repair`` restores).
-For each crash, with its submitted time ``T``:
+Source of truth: the crash rows, reached through the ``submitted_time`` index and cross-checked
+against the day's crash rows (:mod:`socorro_store.jobs.recount`: small columns only, one page and
+one day of per-minute counts held at a time).  Data written by Socorro's own code is read in its
+formats (:mod:`socorro_store.schema.stored`).  For each crash, with its submitted time ``T``:
 
 * ``submitted_crash_reports``, ``…_legacy_throttle_N``, ``submitted_oop_<ProcessType>_crash_reports``
   and, if processed with ``##null##`` signature or ``success`` False, ``crash_report_processing_errors``
@@ -22,6 +22,13 @@ Coarser levels come from the level below: hours sum minutes, days sum hours, mon
 and ``daily_`` columns, years sum month rows and ``monthly_`` columns; a month's (year's) unique
 count is the number of signatures whose ``monthly_`` (``yearly_``) value is positive.  When the
 finer signature columns were already expired, the month (year) is recounted from the crash rows.
+
+Nothing is destroyed that cannot be accounted for: an interval holding a crash row the recount
+could not count (no index pointer, an unreadable cell) is left alone, with every coarser interval
+containing it (its minute, hour and day rows and signature columns; an expired month's or year's
+recount leaves the whole month or year).  The report says how many (``kept_intervals``,
+``kept_examples``) and which rows could not be read (``unreadable_rows``, ``unreadable_examples``);
+such an interval gets no ``rolled_up`` mark, so expiry keeps its detail too.
 
 Writes: every exact value is compared with the live cell; only differing cells are written (puts)
 and derived counters with no recount are deleted, so a rerun writes no counter and each counter
@@ -48,7 +55,6 @@ and corrects it; choose ``grace`` longer than the usual processing lag.
 
 import collections
 import hashlib
-import json
 from datetime import datetime, timedelta, timezone
 
 from ..backends.base import RowMutation
@@ -56,8 +62,8 @@ from ..checks import is_int, is_number
 from ..crashstore import counters
 from ..errors import InvalidArgument
 from ..schema import keys as K
-from ..schema.crash_facts import process_type_of
-from . import runs
+from ..schema.stored import parse_stored_time_index_key
+from . import recount, runs
 
 JOB = "rollup"
 DEFAULT_GRACE_S = 3600
@@ -66,9 +72,8 @@ COL_ROLLED_UP = b"timestamps:rolled_up"
 COL_DIGEST = b"timestamps:rollup_digest"
 COL_SIG_DAYS_EXPIRED = b"timestamps:expired_signature_days"
 COL_SIG_MONTHS_EXPIRED = b"timestamps:expired_signature_months"
-_CRASH_COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_HANG, K.COL_SIGNATURE, K.COL_META, K.COL_PROCESSED_JSON]
-_PAGE = 500
 _SCAN_DAYS = 31  # days whose signature columns one scan of crash_report_signatures finds
+_SIG_PAGE = 200  # signature rows per page of a month's (year's) roll-up
 UTC = timezone.utc
 
 
@@ -101,115 +106,6 @@ def _iso(moment):
 
 def _from_iso(text):
     return K.parse_timestamp(text)
-
-# -- reading the source of truth --------------------------------------------------------------
-
-class Tally:
-    """Exact counts of the crashes submitted in one time range, kept in memory."""
-
-    def __init__(self):
-        self.minutes = collections.defaultdict(collections.Counter)   # minute row -> {name: n}
-        self.signatures = collections.defaultdict(collections.Counter)  # sig row -> {hour row: n}
-        self.unique = collections.defaultdict(set)                      # hour/day row -> {sig row}
-        self.crashes = 0
-
-
-def _crash_facts(crash_id, cells):
-    submitted = K.parse_key_timestamp(cells[K.COL_SUBMITTED])
-    legacy = cells.get(K.COL_LEGACY)
-    process_type = process_type_of(cells.get(K.COL_META, b"{}"))
-    processed = cells.get(K.COL_PROCESSED) == b"Y"
-    signature, error = None, False
-    if processed:
-        signature = cells.get(K.COL_SIGNATURE, K.NULL_SIGNATURE.encode()).decode("utf-8", "surrogatepass")
-        error = signature == K.NULL_SIGNATURE
-        if not error and K.COL_PROCESSED_JSON in cells:
-            try:
-                error = json.loads(cells[K.COL_PROCESSED_JSON]).get("success") is False
-            except (ValueError, AttributeError):
-                pass
-    return submitted, (int(legacy) if legacy else None), process_type, cells.get(K.COL_HANG), signature, error
-
-
-def count_range(backend, start, end, on_page=None):
-    """Recount the crashes submitted in ``[start, end)`` (16 salted index scans, pages of rows)."""
-    tally = Tally()
-    hang_sides = []  # (hang row, crash id, submitted)
-    for salt_char in K.SALTS:
-        low, high = K.time_index_range(salt_char, start, end)
-        page = []
-        for row, cells in backend.scan(K.SUBMITTED_TIME, start=low, stop=high, columns=[K.COL_OOID],
-                                       page_size=_PAGE):
-            page.append(row)
-            if len(page) >= _PAGE:
-                _count_page(backend, page, tally, hang_sides)
-                page = []
-                if on_page:
-                    on_page()
-        if page:
-            _count_page(backend, page, tally, hang_sides)
-        if on_page:
-            on_page()
-    _count_hang_pairs(backend, hang_sides, tally)
-    return tally
-
-
-def _count_page(backend, index_rows, tally, hang_sides):
-    wanted = {}
-    for row in index_rows:
-        try:
-            crash_id, moment = K.parse_time_index_key(row)
-        except InvalidArgument:
-            continue
-        wanted[K.crash_row_key(crash_id)] = (crash_id, K.time_index_stamp(row))
-    found = backend.get_rows(K.CRASH_REPORTS, list(wanted), columns=_CRASH_COLUMNS)
-    for crash_row, cells in found.items():
-        crash_id, stamp = wanted[crash_row]
-        if cells.get(K.COL_SUBMITTED) != stamp:
-            continue  # a stale pointer: the crash row says another time (it has its own pointer)
-        submitted, legacy, process_type, hang, signature, error = _crash_facts(crash_id, cells)
-        rows = K.metrics_rows(submitted)
-        names = [counters.SUBMITTED]
-        if legacy is not None:
-            names.append(counters.throttle_counter(legacy))
-        if process_type != "default":
-            names.append(counters.oop_counter(process_type))
-        if error:
-            names.append(counters.PROCESSING_ERRORS)
-        tally.minutes[rows["minute"]].update(names)
-        tally.crashes += 1
-        if signature is not None:
-            sig_row = K.signature_row(signature)
-            tally.signatures[sig_row][rows["hour"]] += 1
-            tally.unique[rows["hour"]].add(sig_row)
-            tally.unique[rows["day"]].add(sig_row)
-        if hang:
-            hang_sides.append((hang, crash_id, submitted))
-
-
-def _count_hang_pairs(backend, hang_sides, tally):
-    """A pair counts once, at the later side, when two or more sides have crash rows."""
-    if not hang_sides:
-        return
-    ours = {crash_id: submitted for _h, crash_id, submitted in hang_sides}
-    rows = backend.get_rows(K.HANG_ID, list({h for h, _c, _s in hang_sides}), columns=[b"ids"])
-    others = {}
-    for cells in rows.values():
-        for column, value in cells.items():
-            if K.is_hang_column(column):
-                cid = value.decode("ascii", "replace")
-                if cid not in ours and K.CRASH_ID_RE.match(cid):
-                    others[K.crash_row_key(cid)] = cid
-    times = dict(ours)
-    if others:
-        for row, cells in backend.get_rows(K.CRASH_REPORTS, list(others), columns=[K.COL_SUBMITTED]).items():
-            times[others[row]] = K.parse_key_timestamp(cells[K.COL_SUBMITTED])
-    for hang_row, crash_id, submitted in hang_sides:
-        sides = [v.decode("ascii", "replace") for c, v in rows.get(hang_row, {}).items()
-                 if K.is_hang_column(c)]
-        alive = [(times[c], c) for c in sides if c in times]
-        if len(alive) >= 2 and max(alive) == (submitted, crash_id):
-            tally.minutes[K.metrics_row(submitted, "minute")][counters.HANG_PAIRS] += 1
 
 # -- writing exact values ---------------------------------------------------------------------
 
@@ -312,7 +208,7 @@ def signature_rows_by_day(backend, days, cutoff):
     return found
 
 
-def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None, signature_rows=None):
+def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None, signature_rows=None, page_size=recount.PAGE):
     """Make the minute, hour and day counters of ``day`` exact up to ``cutoff``.
 
     ``signature_rows``: the signature rows holding a column of the day (see
@@ -321,8 +217,10 @@ def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None, signature_r
     end = min(day + timedelta(days=1), cutoff)
     if end <= day:
         return
-    tally = count_range(backend, day, end, on_page)
+    tally = recount.count_day(backend, day, end, on_page, page_size=page_size)
     corrector.report["crashes_read"] += tally.crashes
+    kept = recount.kept_rows(tally, day, end)
+    _report_kept(corrector.report, tally, kept)
     minutes = _minutes_of(day, end)
     hours = [day + timedelta(hours=h) for h in range(24) if day + timedelta(hours=h + 1) <= end]
     day_closed = day + timedelta(days=1) <= cutoff
@@ -344,6 +242,8 @@ def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None, signature_r
             total.update(exact[K.metrics_row(hour, "hour")])
         total[counters.UNIQUE_SIGNATURES] = len(tally.unique.get(day_row, ()))
         exact[day_row] = total
+    for row in kept:  # never rewrite what we could not recount: Socorro's counters stay
+        exact.pop(row, None)
     live = backend.get_rows(K.METRICS, list(exact), columns=[K.FAMILY_COUNTERS])
     for row, counts in exact.items():
         live_cells = live.get(row, {})
@@ -355,7 +255,8 @@ def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None, signature_r
         elif K.parse_metrics_row(row)[0] == "hour":
             corrector.mark(row, stamp)
     # signature columns of the closed hours (and the day when closed)
-    wanted = _signature_columns(day, cutoff)
+    wanted = [c for c in _signature_columns(day, cutoff)
+              if c.split(b"_", 1)[1] not in kept]  # hourly_<hour row>, daily_<day row>
     columns = set(wanted)
     day_column = K.signature_counter_columns(day)["day"]
     exact_sigs = collections.defaultdict(dict)
@@ -364,7 +265,7 @@ def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None, signature_r
             column = K.signature_counter_column("hour", hour_row)
             if column in columns:
                 exact_sigs[sig_row][column] = n
-            if day_closed:
+            if day_closed and day_column in columns:
                 exact_sigs[sig_row][day_column] = exact_sigs[sig_row].get(day_column, 0) + n
     if wanted:
         if signature_rows is None:
@@ -374,6 +275,17 @@ def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None, signature_r
         for i in range(0, len(rows), 1000):
             live.update(backend.get_rows(K.SIGNATURES, rows[i:i + 1000], columns=wanted))
         _fix_signatures(corrector, {row: _decode_cells(cells) for row, cells in live.items()}, exact_sigs)
+
+
+def _report_kept(report, tally, kept):
+    """Say which intervals were left alone and which crash rows could not be read."""
+    report["unreadable_rows"] = report.get("unreadable_rows", 0) + tally.unreadable_count
+    examples = report.setdefault("unreadable_examples", [])
+    examples.extend(tally.unreadable[:20 - len(examples)])
+    coarse = sorted(r.decode() for r in kept if len(r) <= len(b"yyyy-mm-ddThh"))
+    report["kept_intervals"] = report.get("kept_intervals", 0) + len(kept)
+    listed = report.setdefault("kept_examples", [])
+    listed.extend(coarse[:20 - len(listed)])
 
 
 def _fix_signatures(corrector, live, exact_sigs):
@@ -411,21 +323,38 @@ def rollup_coarse(backend, level, start, corrector, stamp):
     expired_flag = COL_SIG_DAYS_EXPIRED if level == "month" else COL_SIG_MONTHS_EXPIRED
     exact_sigs = collections.defaultdict(dict)
     expired = expired_flag in live.get(row, {})
-    if expired:
-        tally = count_range(backend, start, K.interval_end(level, start))
-        corrector.report["crashes_read"] += tally.crashes
-        for sig_row, per_hour in tally.signatures.items():
-            exact_sigs[sig_row][coarse_column] = sum(per_hour.values())
-    live_sigs = {}  # one scan reads the finer columns and the live coarse one
-    for sig_row, cells in backend.scan(K.SIGNATURES, columns=([] if expired else fine_columns) + [coarse_column],
-                                       page_size=1000):
+    if expired:  # day by day, holding one number per signature
+        day, end = start, K.interval_end(level, start)
+        while day < end:
+            tally = recount.count_day(backend, day, day + timedelta(days=1), signature_level=level)
+            corrector.report["crashes_read"] += tally.crashes
+            if tally.unaccounted or tally.whole_day_unaccounted:
+                _report_kept(corrector.report, tally, {row})
+                return  # leave the whole month (year) alone: a crash in it could not be counted
+            for sig_row, per_level in tally.signatures.items():
+                exact_sigs[sig_row][coarse_column] = exact_sigs[sig_row].get(coarse_column, 0) + \
+                    sum(per_level.values())
+            day += timedelta(days=1)
+    # one scan reads the finer columns and the live coarse one; each page is fixed and written as
+    # it goes, so what is held is a page of signature rows, not every signature's columns
+    unique = 0
+    for n, (sig_row, cells) in enumerate(backend.scan(
+            K.SIGNATURES, columns=([] if expired else fine_columns) + [coarse_column], page_size=_SIG_PAGE)):
         values = _decode_cells(cells)
-        live_sigs[sig_row] = {coarse_column: values[coarse_column]} if coarse_column in values else {}
-        n = sum(v for c, v in values.items() if c != coarse_column)
-        if n and not expired:
-            exact_sigs[sig_row][coarse_column] = n
-    _fix_signatures(corrector, live_sigs, exact_sigs)
-    total[K.counter_column(counters.UNIQUE_SIGNATURES)] = sum(1 for v in exact_sigs.values() if v.get(coarse_column))
+        live_coarse = {coarse_column: values[coarse_column]} if coarse_column in values else {}
+        if expired:
+            exact = exact_sigs.pop(sig_row, {})
+        else:
+            count = sum(v for c, v in values.items() if c != coarse_column)
+            exact = {coarse_column: count} if count else {}
+        corrector.fix(K.SIGNATURES, sig_row, exact, live_coarse, kind="signatures")
+        unique += bool(exact.get(coarse_column))
+        if n % _SIG_PAGE == _SIG_PAGE - 1:
+            corrector.flush()  # rows behind the scan: writing them does not disturb it
+    for sig_row, exact in exact_sigs.items():  # recounted signatures with no live coarse cell
+        corrector.fix(K.SIGNATURES, sig_row, exact, {}, kind="signatures")
+        unique += bool(exact.get(coarse_column))
+    total[K.counter_column(counters.UNIQUE_SIGNATURES)] = unique
     live_cells = live.get(row, {})
     corrector.fix(K.METRICS, row, {c: v for c, v in total.items() if v}, _decode_cells(live_cells), _derived_column)
     written = {**{c: v for c, v in live_cells.items() if not _derived_column(c) and c.startswith(b"counters:")},
@@ -435,13 +364,20 @@ def rollup_coarse(backend, level, start, corrector, stamp):
 # -- the job ----------------------------------------------------------------------------------
 
 def earliest_submitted(backend):
-    """The earliest submitted time in the submitted_time index (16 one-row scans), or None."""
+    """The earliest submitted time in the submitted_time index, or the start of the earliest
+    crash-id day in crash_reports if earlier (crash rows without pointers, as Socorro's happybase
+    storage wrote them); 32 one-row scans; None when the store holds no crash."""
     found = []
     for salt_char in K.SALTS:
         for row, _cells in backend.scan(K.SUBMITTED_TIME, prefix=salt_char.encode(), columns=[K.COL_OOID], limit=1):
             try:
-                found.append(K.parse_time_index_key(row)[1])
+                found.append(parse_stored_time_index_key(row)[1])
             except InvalidArgument:
+                pass
+        for row, _cells in backend.scan(K.CRASH_REPORTS, prefix=salt_char.encode(), columns=[K.COL_OOID], limit=1):
+            try:
+                found.append(datetime.combine(K.crash_date(K.crash_id_from_row_key(row)), datetime.min.time(), UTC))
+            except (InvalidArgument, ValueError):
                 pass
     return min(found) if found else None
 
@@ -484,7 +420,7 @@ def plan(backend, cutoff, since=None, lookback_days=DEFAULT_LOOKBACK_DAYS):
 
 
 def rollup(ctx, backend, until=None, grace_s=DEFAULT_GRACE_S, since=None,
-           lookback_days=DEFAULT_LOOKBACK_DAYS, now=None):
+           lookback_days=DEFAULT_LOOKBACK_DAYS, now=None, page_size=recount.PAGE):
     """The roll-up job body (see :func:`run_rollup`).  Checkpoints after each day."""
     checkpoint = ctx.checkpoint
     if checkpoint:
@@ -496,7 +432,8 @@ def rollup(ctx, backend, until=None, grace_s=DEFAULT_GRACE_S, since=None,
         days = plan(backend, cutoff, since, lookback_days)
         next_index = 0
         report = {"cutoff": _iso(cutoff), "days": len(days), "crashes_read": 0, "cells_written": 0,
-                  "cells_deleted": 0, "drift": {}, "drift_examples": [], "months": 0, "years": 0}
+                  "cells_deleted": 0, "drift": {}, "drift_examples": [], "months": 0, "years": 0,
+                  "unreadable_rows": 0, "unreadable_examples": [], "kept_intervals": 0, "kept_examples": []}
         ctx.save({"cutoff": _iso(cutoff), "days": days, "next": 0, "report": report}, phase="days")
     stamp = _iso(datetime.now(UTC)).encode()
     corrector = Corrector(backend, report)
@@ -507,7 +444,7 @@ def rollup(ctx, backend, until=None, grace_s=DEFAULT_GRACE_S, since=None,
             signature_rows = signature_rows_by_day(
                 backend, [_from_iso(d) for d in days[index:index + _SCAN_DAYS]], cutoff)
         rollup_day(backend, day, cutoff, corrector, stamp, on_page=ctx.heartbeat,
-                   signature_rows=signature_rows[day])
+                   signature_rows=signature_rows[day], page_size=page_size)
         corrector.flush()
         ctx.report("days", index + 1, len(days))
         ctx.save({"cutoff": _iso(cutoff), "days": days, "next": index + 1, "report": report}, phase="days")
@@ -534,20 +471,23 @@ def rollup(ctx, backend, until=None, grace_s=DEFAULT_GRACE_S, since=None,
 
 
 def run_rollup(backend, until=None, grace_s=DEFAULT_GRACE_S, since=None, lookback_days=DEFAULT_LOOKBACK_DAYS,
-               now=None, progress=None, **job_options):
+               now=None, progress=None, page_size=recount.PAGE, **job_options):
     """Run the roll-up as job ``rollup`` (one live run, checkpoints, retries); return the report.
 
     ``until``: ISO time or datetime (default now); ``grace_s``: seconds an interval must be over
     before it is closed; ``since``: recompute every day from this date.  Raises
-    :class:`~socorro_store.jobs.runs.JobLeaseHeld` when another rollup runs.
+    :class:`~socorro_store.jobs.runs.JobLeaseHeld` when another rollup runs, or another job holds
+    the shared ``counters`` lease (expire, reconcile-queue).
     """
     cutoff_of(until, grace_s, now)  # validate before the job starts
     if since is not None:
         K.parse_timestamp(since, "since")
     if not is_int(lookback_days) or lookback_days < 0:
         raise InvalidArgument(f"lookback_days must be an int >= 0: {lookback_days!r}")
+    if not is_int(page_size) or page_size < 1:
+        raise InvalidArgument(f"page_size must be an int >= 1: {page_size!r}")
     params = {"until": _iso(K.parse_timestamp(until)) if until is not None else None, "grace_s": grace_s,
               "since": str(since) if since is not None else None}
-    run = runs.run_job(backend, JOB, lambda ctx: rollup(ctx, backend, until, grace_s, since, lookback_days, now),
-                       params=params, progress=progress, **job_options)
+    run = runs.run_job(backend, JOB, lambda ctx: rollup(ctx, backend, until, grace_s, since, lookback_days, now, page_size),
+                       params=params, progress=progress, locks=(runs.COUNTERS_LEASE,), **job_options)
     return {**run.result, "run_id": run.run_id}

@@ -57,14 +57,20 @@ _INT_FIELDS = ("pid", "started_ms", "heartbeat_ms", "ended_ms", "attempt")
 
 
 class JobLeaseHeld(SocorroStoreError):
-    """Another live run holds the job's lease.  ``holder`` is its lease record."""
+    """Another live run holds the job's lease, or a shared lease (``lock``) the job needs.
+    ``holder`` is the lease record (``job`` names the holding job)."""
 
-    def __init__(self, job, holder):
-        self.job, self.holder = job, holder
+    def __init__(self, job, holder, lock=None):
+        self.job, self.holder, self.lock = job, holder, lock
         age = (now_ms() - holder.get("heartbeat_ms", 0)) / 1000
-        super().__init__(f"job {job!r} is already running: run {holder.get('run_id')} on "
-                         f"{holder.get('host')} pid {holder.get('pid')} holds the lease "
-                         f"(last heartbeat {age:.0f}s ago)")
+        who = (f"run {holder.get('run_id')} on {holder.get('host')} pid {holder.get('pid')}"
+               f" (last heartbeat {age:.0f}s ago)")
+        if lock is None:
+            message = f"job {job!r} is already running: {who} holds the lease"
+        else:
+            message = (f"job {job!r} cannot start: job {holder.get('job')!r} holds the {lock!r} lease "
+                       f"it needs too ({who})")
+        super().__init__(message)
 
 
 class LeaseLost(SocorroStoreError):
@@ -169,17 +175,19 @@ def holder_is_dead(holder, at_ms=None):
 class Lease:
     """The one-live-run lease of a job, held by one run.  See the module docstring."""
 
-    def __init__(self, backend, job, run_id, ttl_ms, clock=None):
+    def __init__(self, backend, job, run_id, ttl_ms, clock=None, lock=None):
         self.backend, self.job, self.run_id, self.ttl_ms = backend, job, run_id, int(ttl_ms)
         self.clock = clock or now_ms
-        self.row = keys.job_lease_key(job)
+        self.lock = lock  # a shared lease's name (held by this job's run), or None for the job's own
+        self.row = keys.job_lease_key(job if lock is None else SHARED_LEASE_PREFIX + lock)
         self.value = None  # the bytes this run last wrote (what renew and release check against)
         self.renewed_ms = 0
 
     def _record(self):
         at = self.clock()
         self.renewed_ms = at
-        return msgpack.packb({"run_id": self.run_id, "host": socket.gethostname(), "pid": os.getpid(),
+        return msgpack.packb({"run_id": self.run_id, "job": self.job, "host": socket.gethostname(),
+                              "pid": os.getpid(),
                               "heartbeat_ms": at, "ttl_ms": self.ttl_ms}, use_bin_type=True)
 
     def acquire(self):
@@ -192,21 +200,22 @@ class Lease:
             current = self.backend.get_row(keys.JOBS, self.row, [keys.COL_LEASE]).get(keys.COL_LEASE)
             holder = msgpack.unpackb(current, raw=False) if current else None
             if holder is not None and not holder_is_dead(holder, self.clock()):
-                raise JobLeaseHeld(self.job, holder)
+                raise JobLeaseHeld(self.job, holder, self.lock)
             value = self._record()
             if self.backend.check_and_put(keys.JOBS, self.row, keys.COL_LEASE, current or None,
                                           {keys.COL_LEASE: value}):
                 self.value = value
                 return holder
-        holder = read_lease(self.backend, self.job) or {}
-        raise JobLeaseHeld(self.job, holder)
+        current = self.backend.get_row(keys.JOBS, self.row, [keys.COL_LEASE]).get(keys.COL_LEASE)
+        raise JobLeaseHeld(self.job, msgpack.unpackb(current, raw=False) if current else {}, self.lock)
 
     def renew(self):
         """Write a fresh heartbeat; raise :class:`LeaseLost` if another run took the lease."""
         value = self._record()
         if not self.backend.check_and_put(keys.JOBS, self.row, keys.COL_LEASE, self.value,
                                           {keys.COL_LEASE: value}):
-            holder = read_lease(self.backend, self.job) or {}
+            current = self.backend.get_row(keys.JOBS, self.row, [keys.COL_LEASE]).get(keys.COL_LEASE)
+            holder = msgpack.unpackb(current, raw=False) if current else {}
             raise LeaseLost(f"job {self.job!r} run {self.run_id} lost its lease to run "
                             f"{holder.get('run_id')} on {holder.get('host')} pid {holder.get('pid')}")
         self.value = value
@@ -216,6 +225,61 @@ class Lease:
         if self.value is not None:
             self.backend.check_and_put(keys.JOBS, self.row, keys.COL_LEASE, self.value, {keys.COL_LEASE: b""})
             self.value = None
+
+
+#: Shared leases: jobs that touch the same rows exclude each other.  ``counters``: rollup, expire
+#: and reconcile-queue (they put and delete counter cells); ``indexes``: verify-indexes --repair
+#: and reconcile-queue (it counts the queue pointers repair writes).  Their rows are
+#: ``lease:lock-<name>``, apart from the job leases.
+SHARED_LEASE_PREFIX = "lock-"
+COUNTERS_LEASE, INDEXES_LEASE = "counters", "indexes"
+
+
+class LeaseGroup:
+    """A run's own lease and the shared leases it needs, renewed and released together."""
+
+    def __init__(self, leases):
+        self.leases = leases
+        self.main = leases[0]
+
+    def __getattr__(self, name):  # clock, ttl_ms, renewed_ms, value, job of the run's lease
+        return getattr(self.main, name)
+
+    @property
+    def backend(self):
+        return self.main.backend
+
+    @backend.setter
+    def backend(self, value):
+        for lease in self.leases:
+            lease.backend = value
+
+    def renew(self):
+        for lease in self.leases:
+            lease.renew()
+
+    def release(self):
+        for lease in reversed(self.leases):
+            lease.release()
+
+    @classmethod
+    def acquire(cls, backend, job, run_id, ttl_ms, clock, locks=()):
+        """Take the job's lease, then each shared lease in ``locks``; return ``(group, dead
+        holder of the job lease or None)``.  If one is held, release what was taken and raise
+        :class:`JobLeaseHeld` naming the holder."""
+        lease = Lease(backend, job, run_id, ttl_ms, clock)
+        previous = lease.acquire()
+        taken = [lease]
+        try:
+            for lock in locks:
+                shared = Lease(backend, job, run_id, ttl_ms, clock, lock=lock)
+                shared.acquire()
+                taken.append(shared)
+        except BaseException:
+            for held in reversed(taken):
+                held.release()
+            raise
+        return cls(taken), previous
 
 
 # -- a running job --------------------------------------------------------------------------
@@ -285,12 +349,15 @@ def _latest_run(backend, job):
 
 
 def start_run(backend, job, params=None, lease_ttl_s=DEFAULT_LEASE_TTL_S, resume=True, clock=None,
-              progress=None):
+              progress=None, locks=()):
     """Take the job's lease and record a RUNNING run; return its :class:`RunContext`.
 
-    Raises :class:`JobLeaseHeld` (nothing written) when a live run holds the lease.
+    Raises :class:`JobLeaseHeld` (nothing written) when a live run holds the lease, or another
+    job's run holds one of the shared leases ``locks`` (:data:`COUNTERS_LEASE`, :data:`INDEXES_LEASE`).
     """
     keys.validate_job_name(job)
+    for lock in locks:
+        keys.validate_job_name(SHARED_LEASE_PREFIX + lock)
     if not is_number(lease_ttl_s) or lease_ttl_s <= 0:
         raise InvalidArgument(f"lease_ttl_s must be a positive number: {lease_ttl_s!r}")
     try:  # params must be storable before anything is written
@@ -300,8 +367,7 @@ def start_run(backend, job, params=None, lease_ttl_s=DEFAULT_LEASE_TTL_S, resume
     clock = clock or now_ms
     started = clock()
     run_id = keys.new_run_id(started, "%06x" % random.getrandbits(24))
-    lease = Lease(backend, job, run_id, lease_ttl_s * 1000, clock)
-    previous_holder = lease.acquire()
+    lease, previous_holder = LeaseGroup.acquire(backend, job, run_id, lease_ttl_s * 1000, clock, locks)
     run = JobRun(job, run_id, host=socket.gethostname(), pid=os.getpid(), started_ms=started,
                  heartbeat_ms=lease.renewed_ms, params=params)
     latest = _latest_run(backend, job)
@@ -343,7 +409,7 @@ def _cause(exc):
 
 
 def run_job(backend, job, fn, params=None, *, max_attempts=3, backoff_s=2.0, backoff_max_s=60.0,
-            lease_ttl_s=DEFAULT_LEASE_TTL_S, resume=True, sleep=time.sleep, clock=None, progress=None):
+            lease_ttl_s=DEFAULT_LEASE_TTL_S, resume=True, sleep=time.sleep, clock=None, progress=None, locks=()):
     """Run ``fn(ctx)`` as job ``job`` with a lease, checkpoints and bounded retries.
 
     ``fn`` gets a :class:`RunContext` and returns a msgpack-able result, stored in the run record.
@@ -356,7 +422,7 @@ def run_job(backend, job, fn, params=None, *, max_attempts=3, backoff_s=2.0, bac
         if not is_number(value) or value < 0:
             raise InvalidArgument(f"{name} must be a number >= 0: {value!r}")
     for attempt in range(1, max_attempts + 1):
-        ctx = start_run(backend, job, params, lease_ttl_s, resume, clock, progress)
+        ctx = start_run(backend, job, params, lease_ttl_s, resume, clock, progress, locks)
         try:
             result = fn(ctx)
         except KeyboardInterrupt:

@@ -5,8 +5,16 @@ Like Phoenix's IndexScrutinyTool: for each of the 7 index tables, every pointer 
 * VALID   — its crash row exists and says the pointer should exist;
 * ORPHAN  — no crash row, or one that says otherwise (processed crash still queued, stale
             signature, other submitted time);
+* FOREIGN — in a layout of Socorro's that is not ours (its signature index ``signature +
+            crash_id``; its ``hang_id_submitted_time`` keyed by the hang id): neither VALID nor
+            ORPHAN of ours, left alone unless ``drop_foreign``;
+* UNREADABLE — its crash row exists but cannot be read (a cell in no known format): kept;
 * MISSING — a crash row whose pointer is absent (a crash row without its queue pointer is a lost
-            crash: repair re-queues it).
+            crash: repair re-queues it).  Crash rows without any index row (Socorro's happybase
+            storage wrote none) are found because the crash rows themselves are scanned.
+
+Socorro's time-index keys (``salt + ts[:-6] + crash_id``) are ours when the microsecond is not 0
+and a 19-character variant of ours when it is: both count as the same pointer.
 
 Which pointers a crash row implies (layouts in :mod:`socorro_store.schema.keys`):
 
@@ -21,49 +29,79 @@ hang_id_submitted_time                     ``ids:hang`` set
 signature_ooid                             processed (its current signature)
 =========================================  ==============================================
 
-``repair`` writes the missing pointers (queue rows with the unclaimed marker) and deletes orphans
-whose newest cell is older than ``orphan_age_s`` (default 10 minutes: pointers are written before
-their crash row, so a young orphan may be a save in flight).  Each orphan's crash row is re-read
-just before the delete.  Memory: the expected pointers of every crash are held at once.
+``since``/``until`` (dates) restrict the check to crashes whose crash-id date is in
+``[since, until)``: their crash rows are read by day prefix, and only their pointers are judged.
+
+``repair`` writes the missing pointers (crash rows re-read first: a crash processed since the
+check must not get its queue pointer back), deletes orphans whose newest cell is older than
+``orphan_age_s`` (default 10 minutes: pointers are written before their crash row, so a young
+orphan may be a save in flight) after re-reading their crash rows, and with ``drop_foreign``
+deletes foreign pointers whose crash row exists (its own pointer was just written).  Nothing else
+is deleted.
+
+Memory: one page of crash rows or pointers at a time (multi-row gets check each page); nothing
+is held across pages but the counts.
 """
 
 import time
+from datetime import datetime, timedelta, timezone
 
 from ..backends.base import RowMutation
 from ..checks import is_number
 from ..crashstore import counters
 from ..errors import InvalidArgument
 from ..schema import keys as K
-from ..schema.crash_facts import process_type_of
+from ..schema.crash_facts import stored_process_type
+from ..schema.stored import (
+    canonical_time_index_key,
+    parse_socorro_signature_key,
+    parse_stored_time_index_key,
+    stored_legacy,
+    stored_processed,
+    stored_time,
+    time_index_key_forms,
+)
 from . import runs
 
 INDEX_TABLES = (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG, K.LEGACY_SUBMITTED_TIME,
                 K.HANG_ID, K.HANG_ID_SUBMITTED_TIME, K.SIGNATURE_OOID)
+TIME_TABLES = (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG, K.LEGACY_SUBMITTED_TIME,
+               K.HANG_ID_SUBMITTED_TIME)
 DEFAULT_ORPHAN_AGE_S = 600
-_COLUMNS = [b"flags", K.COL_OOID, K.COL_SUBMITTED, K.COL_HANG, K.COL_SIGNATURE, K.COL_META]
+PAGE = 500
+_COLUMNS = [b"flags", K.COL_OOID, K.COL_SUBMITTED, K.COL_HANG, K.COL_SIGNATURE]
+COUNTS = ("valid", "missing", "orphan", "foreign", "unreadable", "repaired_missing", "deleted_orphans",
+          "dropped_foreign")
+
+
+class _Unreadable(Exception):
+    pass
 
 
 def expected_pointers(crash_id, cells):
-    """``{table: {(row, column): puts}}`` of the pointers a crash row implies."""
-    submitted = K.parse_key_timestamp(cells[K.COL_SUBMITTED])
+    """``{table: {(row, column): puts}}`` of the pointers a crash row implies (tolerant of
+    Socorro's cell formats; :class:`_Unreadable` when its submitted time cannot be read)."""
+    try:
+        submitted = stored_time(cells[K.COL_SUBMITTED])
+    except InvalidArgument as exc:
+        raise _Unreadable(str(exc)) from None
     key = K.time_index_key(crash_id, submitted)
     ooid = {K.COL_OOID: crash_id.encode("ascii")}
-    queue = ooid
-    processed = cells.get(K.COL_PROCESSED) == b"Y"
-    legacy = cells.get(K.COL_LEGACY) == b"0"
+    processed = stored_processed(cells)
+    legacy = stored_legacy(cells.get(K.COL_LEGACY)) == 0
     out = {K.SUBMITTED_TIME: {(key, K.COL_OOID): ooid}}
     if not processed:
-        out.setdefault(K.UNPROCESSED_FLAG, {})[(key, K.COL_OOID)] = queue
+        out.setdefault(K.UNPROCESSED_FLAG, {})[(key, K.COL_OOID)] = ooid
         if legacy:
-            out[K.LEGACY_UNPROCESSED_FLAG] = {(key, K.COL_OOID): queue}
+            out[K.LEGACY_UNPROCESSED_FLAG] = {(key, K.COL_OOID): ooid}
     if cells.get(K.COL_PRIORITY):
         pkey = K.priority_key(crash_id, K.parse_key_timestamp(cells[K.COL_PRIORITY]))
-        out.setdefault(K.UNPROCESSED_FLAG, {})[(pkey, K.COL_OOID)] = queue
+        out.setdefault(K.UNPROCESSED_FLAG, {})[(pkey, K.COL_OOID)] = ooid
     if legacy:
         out[K.LEGACY_SUBMITTED_TIME] = {(key, K.COL_OOID): ooid}
     hang = cells.get(K.COL_HANG)
     if hang:
-        column = K.hang_column(process_type_of(cells.get(K.COL_META, b"{}")))
+        column = K.hang_column(stored_process_type(cells) or "default")
         out[K.HANG_ID] = {(hang, column): {column: crash_id.encode("ascii")}}
         out[K.HANG_ID_SUBMITTED_TIME] = {(key, K.COL_OOID): {**ooid, K.COL_HANG: hang}}
     if processed and K.COL_SIGNATURE in cells:
@@ -72,69 +110,108 @@ def expected_pointers(crash_id, cells):
     return out
 
 
-def _pointers(backend, table):
-    """Yield ``(row, column, crash id bytes, newest cell ts)`` of every pointer in ``table``."""
-    for row, cells in backend.scan(table, columns=[b"ids"], include_timestamp=True, page_size=1000):
-        newest = max(ts for _v, ts in cells.values())
-        for column, (value, _ts) in cells.items():
-            if column == K.COL_OOID or (table == K.HANG_ID and K.is_hang_column(column)):
-                yield row, column, value, newest
+def _with_process_type(backend, found):
+    """Add ``meta_data:json`` to the rows of ``found`` that need a ProcessType and lack
+    ``flags:process_type`` (older rows, Socorro's): one get for those rows only."""
+    needing = [row for row, cells in found.items() if cells.get(K.COL_HANG) and stored_process_type(cells) is None]
+    if needing:
+        for row, cells in backend.get_rows(K.CRASH_REPORTS, needing, columns=[K.COL_META]).items():
+            found[row].update(cells)
+    return found
 
 
-def verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, heartbeat=None, now_ms=None):
-    """Count VALID / MISSING / ORPHAN pointers per index table; with ``repair``, fix them.
+def _read_crashes(backend, crash_ids):
+    """``{crash_id: cells}`` of the crash rows that exist (small columns, JSON only if needed)."""
+    rows = {K.crash_row_key(cid): cid for cid in crash_ids}
+    found = backend.get_rows(K.CRASH_REPORTS, list(rows), columns=_COLUMNS) if rows else {}
+    return {rows[row]: cells for row, cells in _with_process_type(backend, found).items()
+            if K.COL_SUBMITTED in cells}
 
-    Returns ``{table: {"valid", "missing", "orphan", "repaired_missing", "deleted_orphans"}}``.
-    """
-    if not is_number(orphan_age_s) or orphan_age_s < 0:
-        raise InvalidArgument(f"orphan_age_s must be a number >= 0: {orphan_age_s!r}")
+
+def _implied(backend, table, crash_ids):
+    """``({(row, column): puts}, {unreadable crash ids})`` of ``table``'s pointers implied now."""
+    implied, unreadable = {}, set()
+    for crash_id, cells in _read_crashes(backend, crash_ids).items():
+        try:
+            implied.update(expected_pointers(crash_id, cells).get(table, {}))
+        except _Unreadable:
+            unreadable.add(crash_id)
+    return implied, unreadable
+
+
+def _days(since, until):
+    day, out = since, []
+    while day < until:
+        out.append(day)
+        day += timedelta(days=1)
+    return out
+
+
+def _crash_pages(backend, since, until, page_size=PAGE):
+    """Pages of ``[(crash id, cells)]``: every crash row, or those of crash-id days in range."""
+    if since is None:
+        scans = [backend.scan(K.CRASH_REPORTS, columns=_COLUMNS, page_size=page_size)]
+    else:
+        scans = (backend.scan(K.CRASH_REPORTS, prefix=salt_char.encode() + day.strftime("%y%m%d").encode(),
+                              columns=_COLUMNS, page_size=page_size)
+                 for day in _days(since, until) for salt_char in K.SALTS)
+    page = {}
+    for scan in scans:
+        for row, cells in scan:
+            if K.COL_SUBMITTED in cells and K.COL_OOID in cells:
+                page[row] = cells
+            if len(page) >= page_size:
+                yield _page_of(backend, page)
+                page = {}
+    if page:
+        yield _page_of(backend, page)
+
+
+def _page_of(backend, page):
+    return [(cells[K.COL_OOID].decode("ascii", "replace"), cells)
+            for cells in _with_process_type(backend, page).values()]
+
+
+def _check_crash_page(backend, page, counts, repair, heartbeat):
+    """MISSING: the pointers a page of crash rows implies that no index holds (any key form)."""
     expected = {table: {} for table in INDEX_TABLES}
-    for n, (_row, cells) in enumerate(backend.scan(K.CRASH_REPORTS, columns=_COLUMNS, page_size=500)):
-        if K.COL_SUBMITTED not in cells or K.COL_OOID not in cells:
+    for crash_id, cells in page:
+        try:
+            for table, pointers in expected_pointers(crash_id, cells).items():
+                expected[table].update(pointers)
+        except _Unreadable:
+            counts[K.SUBMITTED_TIME]["unreadable"] += 1
+    if heartbeat:
+        heartbeat()
+    for table, want in expected.items():
+        if not want:
             continue
-        crash_id = cells[K.COL_OOID].decode("ascii", "replace")
-        for table, pointers in expected_pointers(crash_id, cells).items():
-            expected[table].update(pointers)
-        if heartbeat and n % 1000 == 0:
-            heartbeat()
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    report = {}
-    for table in INDEX_TABLES:
-        want = expected[table]
-        counts = {"valid": 0, "missing": 0, "orphan": 0, "repaired_missing": 0, "deleted_orphans": 0}
-        orphans = []
-        for row, column, value, newest in _pointers(backend, table):
-            puts = want.pop((row, column), None)
-            if puts is not None and puts.get(column) == value:
-                counts["valid"] += 1
-            else:
-                counts["orphan"] += 1
-                if now_ms - newest >= orphan_age_s * 1000:
-                    orphans.append((row, column, value))
-            if heartbeat:
-                heartbeat()
-        counts["missing"] = len(want)
-        if repair:
-            counts["repaired_missing"] = _write_missing(backend, table, want)
-            counts["deleted_orphans"] = _delete_orphans(backend, table, orphans)
-        report[table] = counts
-    return report
+        lookups = {}
+        for row, column in want:
+            forms = [row]
+            if table in TIME_TABLES and not row.startswith(K.PRIORITY_PREFIX):
+                forms = time_index_key_forms(*parse_stored_time_index_key(row))
+            for form in forms:
+                lookups.setdefault(form, []).append((row, column))
+        present = backend.get_rows(table, list(lookups), columns=[b"ids"])
+        missing = dict(want)
+        for form, cells in present.items():
+            for row, column in lookups[form]:
+                if (row, column) in missing and cells.get(column) == missing[(row, column)].get(column):
+                    del missing[(row, column)]
+        counts[table]["missing"] += len(missing)
+        if repair and missing:
+            counts[table]["repaired_missing"] += _write_missing(backend, table, missing)
 
 
 def _write_missing(backend, table, want):
     """Write the missing pointers their crash still implies (crash rows re-read first: a crash
     processed since the scan must not get its queue pointer back)."""
-    if not want:
-        return 0
-    ids = {}
-    for puts in want.values():
-        for value in puts.values():
-            crash_id = value.decode("ascii", "replace")
-            if K.CRASH_ID_RE.match(crash_id):
-                ids[K.crash_row_key(crash_id)] = crash_id
-    still = _implied(backend, table, ids)
+    ids = {puts.get(K.COL_OOID, b"") or next(iter(puts.values())) for puts in want.values()}
+    still, _unreadable = _implied(backend, table, [i.decode("ascii", "replace") for i in ids
+                                                   if K.CRASH_ID_RE.match(i.decode("ascii", "replace"))])
     mutations = {}
-    for (row, column), puts in want.items():
+    for row, column in want:
         if (row, column) in still:
             mutations.setdefault(row, RowMutation(row)).puts.update(still[(row, column)])
     batch = list(mutations.values())
@@ -143,52 +220,161 @@ def _write_missing(backend, table, want):
     return sum(1 for key in want if key in still)
 
 
-def _implied(backend, table, row_to_crash_id):
-    """``{(row, column): puts}`` of ``table``'s pointers implied now by the given crash rows."""
-    rows = backend.get_rows(K.CRASH_REPORTS, list(row_to_crash_id), columns=_COLUMNS) if row_to_crash_id else {}
-    implied = {}
-    for cells in rows.values():
-        if K.COL_SUBMITTED in cells:
-            crash_id = cells[K.COL_OOID].decode("ascii")
-            implied.update(expected_pointers(crash_id, cells).get(table, {}))
-    return implied
+def _pointer_pages(backend, table, since, until, page_size=PAGE):
+    """Pages of ``[(row, column, crash id, newest cell ts)]`` of ``table``'s pointers."""
+    if since is not None and table in TIME_TABLES:  # a pointer's time is near its crash-id date
+        low, high = since - timedelta(days=1), until + timedelta(days=1)
+        scans = [backend.scan(table, start=a, stop=b, columns=[b"ids"], include_timestamp=True,
+                              page_size=page_size)
+                 for a, b in (K.time_index_range(c, low, high) for c in K.SALTS)]
+        if table == K.UNPROCESSED_FLAG:
+            scans.append(backend.scan(table, prefix=K.PRIORITY_PREFIX, columns=[b"ids"], include_timestamp=True,
+                                      page_size=page_size))
+    else:
+        scans = [backend.scan(table, columns=[b"ids"], include_timestamp=True, page_size=page_size)]
+    page = []
+    for scan in scans:
+        for row, cells in scan:
+            newest = max(ts for _v, ts in cells.values())
+            for column, (value, _ts) in cells.items():
+                if column == K.COL_OOID or (table == K.HANG_ID and K.is_hang_column(column)):
+                    page.append((row, column, value.decode("ascii", "replace"), newest))
+            if len(page) >= page_size:
+                yield page
+                page = []
+    if page:
+        yield page
 
 
-def _delete_orphans(backend, table, orphans):
-    """Delete orphans whose crash still does not imply them (crash rows re-read first)."""
-    if not orphans:
-        return 0
-    ids = {}
-    for _row, _column, value in orphans:
-        crash_id = value.decode("ascii", "replace")
-        if K.CRASH_ID_RE.match(crash_id):
-            ids[K.crash_row_key(crash_id)] = crash_id
-    still = _implied(backend, table, ids)
+def _layout(table, row):
+    """``"ours"`` (with the key in our form) or ``"foreign"``: which layout a pointer row is in."""
+    if table in TIME_TABLES:
+        if row.startswith(K.PRIORITY_PREFIX):
+            try:
+                K.parse_priority_key(row)
+                return "ours", row
+            except InvalidArgument:
+                return "foreign", row
+        try:
+            return "ours", canonical_time_index_key(row)
+        except InvalidArgument:
+            return "foreign", row  # e.g. Socorro's hang_id_submitted_time, keyed by the hang id
+    if table == K.SIGNATURE_OOID:
+        try:
+            K.parse_signature_index_key(row)
+            return "ours", row
+        except InvalidArgument:
+            try:
+                parse_socorro_signature_key(row)
+                return "foreign", row
+            except InvalidArgument:
+                return "ours", row  # garbage in our table: judged (an ORPHAN)
+    return "ours", row
+
+
+def _check_pointer_page(backend, table, page, counts, repair, orphan_age_s, now_ms, drop_foreign, in_range):
+    """VALID / ORPHAN / FOREIGN / UNREADABLE of a page of pointers; repair deletes what it may."""
+    judged = [(row, column, cid, newest) for row, column, cid, newest in page if in_range(cid)]
+    crash_ids = {cid for _r, _c, cid, _n in judged if K.CRASH_ID_RE.match(cid)}
+    implied, unreadable = _implied(backend, table, crash_ids)
+    existing = set(_read_crashes(backend, crash_ids)) if drop_foreign and repair else set()
     deletes = []
-    for row, column, _value in orphans:
-        if (row, column) in still:
-            continue  # the crash changed since the scan and now implies this pointer
-        if table == K.HANG_ID:
-            deletes.append(RowMutation(row, deletes=[column]))
-        else:
-            deletes.append(RowMutation(row, delete_row=True))
+    for row, column, cid, newest in judged:
+        layout, ours = _layout(table, row)
+        if layout == "foreign":
+            counts["foreign"] += 1
+            if repair and drop_foreign and cid in existing:
+                deletes.append(RowMutation(row, delete_row=True))
+                counts["dropped_foreign"] += 1
+            continue
+        if cid in unreadable:
+            counts["unreadable"] += 1
+            continue
+        puts = implied.get((ours, column))
+        if puts is not None and puts.get(column) == cid.encode("ascii"):
+            counts["valid"] += 1
+            continue
+        counts["orphan"] += 1
+        if repair and now_ms - newest >= orphan_age_s * 1000:
+            deletes.append(RowMutation(row, deletes=[column]) if table == K.HANG_ID else
+                           RowMutation(row, delete_row=True))
+            counts["deleted_orphans"] += 1
     for i in range(0, len(deletes), 1000):
         backend.mutate_rows(table, deletes[i:i + 1000])
-    return len(deletes)
 
 
-def run_verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, **job_options):
+def _range_of(since, until):
+    """``(first day, end day)`` (UTC midnights, end exclusive) of ``since``/``until``, or Nones.
+
+    ``until`` defaults to today (included); a time of day rounds up to the next midnight.
+    """
+    if since is None and until is None:
+        return None, None
+    if since is None:
+        raise InvalidArgument("until needs since")
+    start = K.parse_timestamp(since, "since").replace(hour=0, minute=0, second=0, microsecond=0)
+    end = K.parse_timestamp(until, "until") if until is not None else datetime.now(timezone.utc)
+    midnight = end.replace(hour=0, minute=0, second=0, microsecond=0)
+    end = midnight if end == midnight and until is not None else midnight + timedelta(days=1)
+    if end <= start:
+        raise InvalidArgument(f"until ({until}) must be after since ({since})")
+    return start, end
+
+
+def verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, heartbeat=None, now_ms=None,
+                   since=None, until=None, drop_foreign=False, page_size=PAGE):
+    """Count VALID / MISSING / ORPHAN / FOREIGN / UNREADABLE pointers per index table; with
+    ``repair``, fix them (see the module docstring).
+
+    Returns ``{table: {"valid", "missing", "orphan", "foreign", "unreadable", "repaired_missing",
+    "deleted_orphans", "dropped_foreign"}}``.
+    """
+    if not is_number(orphan_age_s) or orphan_age_s < 0:
+        raise InvalidArgument(f"orphan_age_s must be a number >= 0: {orphan_age_s!r}")
+    if not isinstance(page_size, int) or page_size < 1:
+        raise InvalidArgument(f"page_size must be an int >= 1: {page_size!r}")
+    start, end = _range_of(since, until)
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    counts = {table: dict.fromkeys(COUNTS, 0) for table in INDEX_TABLES}
+    for page in _crash_pages(backend, start, end, page_size):
+        _check_crash_page(backend, page, counts, repair, heartbeat)
+
+    def in_range(crash_id):
+        if start is None:
+            return True
+        try:
+            day = K.crash_date(crash_id)
+        except ValueError:
+            return False
+        return start.date() <= day < end.date()
+
+    for table in INDEX_TABLES:
+        for page in _pointer_pages(backend, table, start, end, page_size):
+            _check_pointer_page(backend, table, page, counts[table], repair, orphan_age_s, now_ms,
+                                drop_foreign, in_range)
+            if heartbeat:
+                heartbeat()
+    return counts
+
+
+def run_verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, since=None, until=None,
+                       drop_foreign=False, **job_options):
     """Run :func:`verify_indexes` as job ``verify-indexes`` (one live run, recorded)."""
     if not is_number(orphan_age_s) or orphan_age_s < 0:
         raise InvalidArgument(f"orphan_age_s must be a number >= 0: {orphan_age_s!r}")
+    _range_of(since, until)
 
     def body(ctx):
         ctx.set_phase("repair" if repair else "verify")
-        report = verify_indexes(backend, repair, orphan_age_s, heartbeat=ctx.heartbeat)
-        ctx.add_counts(**{k: sum(t[k] for t in report.values()) for k in ("valid", "missing", "orphan")})
+        report = verify_indexes(backend, repair, orphan_age_s, heartbeat=ctx.heartbeat, since=since,
+                                until=until, drop_foreign=drop_foreign)
+        ctx.add_counts(**{k: sum(t[k] for t in report.values()) for k in ("valid", "missing", "orphan", "foreign")})
         return report
 
-    run = runs.run_job(backend, "verify-indexes", body, params={"repair": repair}, resume=False, **job_options)
+    params = {"repair": repair, "since": str(since) if since else None, "until": str(until) if until else None,
+              "drop_foreign": drop_foreign}
+    locks = (runs.INDEXES_LEASE,) if repair else ()  # a check only reads
+    run = runs.run_job(backend, "verify-indexes", body, params=params, resume=False, locks=locks, **job_options)
     return run.result
 
 # -- queue sizes ----------------------------------------------------------------------------
@@ -230,5 +416,5 @@ def reconcile_queue(backend):
 
 def run_reconcile_queue(backend, **job_options):
     run = runs.run_job(backend, "reconcile-queue", lambda ctx: reconcile_queue(backend), resume=False,
-                       **job_options)
+                       locks=(runs.COUNTERS_LEASE, runs.INDEXES_LEASE), **job_options)
     return run.result

@@ -8,6 +8,8 @@ The collector's raw crash is a mapping of annotations; the crash row keeps it as
 import json
 from collections.abc import Mapping
 
+from .keys import COL_META, COL_PROCESS_TYPE, COL_PROCESSED_JSON, COL_PROCESSING_ERROR
+
 DEFAULT_PROCESS_TYPE = "default"
 
 
@@ -26,3 +28,32 @@ def process_type_of(raw_crash):
         if not isinstance(raw_crash, Mapping):
             return DEFAULT_PROCESS_TYPE
     return raw_crash.get("ProcessType") or DEFAULT_PROCESS_TYPE
+
+
+def stored_process_type(cells):
+    """The ProcessType of a crash row: ``flags:process_type`` when written (our rows since it
+    exists), else from ``meta_data:json`` (older rows, Socorro's).  None when neither was read,
+    so the caller fetches ``meta_data:json`` for that row only."""
+    if COL_PROCESS_TYPE in cells:
+        return cells[COL_PROCESS_TYPE].decode("ascii", "replace") or DEFAULT_PROCESS_TYPE
+    if COL_META in cells:
+        return process_type_of(cells[COL_META])
+    return None
+
+
+def processing_failed(processed_crash):
+    """True when a processed crash says processing failed (``success`` is False)."""
+    return isinstance(processed_crash, Mapping) and processed_crash.get("success") is False
+
+
+def stored_processing_error(cells):
+    """Whether a processed crash row records a failed processing: ``flags:processing_error``
+    when written, else ``success`` in ``processed_data:json``.  None when neither was read."""
+    if COL_PROCESSING_ERROR in cells:
+        return cells[COL_PROCESSING_ERROR] == b"1"
+    if COL_PROCESSED_JSON in cells:
+        try:
+            return processing_failed(json.loads(cells[COL_PROCESSED_JSON]))
+        except (TypeError, ValueError):
+            return False
+    return None

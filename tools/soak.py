@@ -423,6 +423,7 @@ def main(argv=None):
             print(json.dumps({
                 "config": {"crashes": args.crashes, "window": args.window, "threads": args.threads,
                            "payloads": args.payloads, "per_day": args.per_day, "max_backlog": args.max_backlog,
+                           "seed": args.seed, "start": start.isoformat(),
                            "target": "gateway" if gateway else url},
                 "seconds": round(seconds, 2), "windows": soak.windows, "check": check, "queues": queue_left,
                 "jobs": jobs, "done_when": verdict}, indent=2))

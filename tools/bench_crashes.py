@@ -326,6 +326,26 @@ def ratios_of(results):
     return out
 
 
+def targets_of(results, ratios):
+    """Issue 13's targets, each with the measured value and whether it is met (None: not run).
+
+    They are stated for the gateway (``--gateway``); elsewhere they are indicative only.
+    """
+    by = {(r["dump_kb"], r["mode"]): r for r in results}
+    out = []
+    for shape in sorted({r["dump_kb"] for r in results}):
+        meta = shape == 0
+        for name, value, limit, at_least in (
+                (f"dump_kb={shape} p/pb", ratios.get(f"dump_kb={shape} p/pb"), 5 if meta else 2.5, True),
+                (f"dump_kb={shape} a2/b", ratios.get(f"dump_kb={shape} a2/b"), 10 if meta else 2.5, True),
+                (f"dump_kb={shape} p calls/crash", by.get((shape, "p"), {}).get("calls_per_crash"), 2, False),
+                (f"dump_kb={shape} a1 plain-crash lifecycle calls",
+                 by.get((shape, "a1"), {}).get("lifecycle_calls_by_crash_kind", {}).get("plain"), 8, False)):
+            met = None if value is None else (value >= limit if at_least else value <= limit)
+            out.append({"target": f"{name} {'>=' if at_least else '<='} {limit}", "value": value, "met": met})
+    return out
+
+
 def _print_result(result):
     print(f"dump_kb={result['dump_kb']:<4} {result['mode']:<3} T={result['threads']:<2} "
           f"{result['crashes_per_s']:>8} crashes/s  {result['calls_per_crash']:>6} calls/crash  "
@@ -374,13 +394,20 @@ def main(argv=None):
             if gateway is not None:
                 gateway.stop()
     ratios = ratios_of(results)
+    targets = targets_of(results, ratios)
     where = "gateway (socorro-store serve)" if args.gateway else (args.url or "embedded (temp)")
     if args.json:
-        print(json.dumps({"url": where, "results": results, "ratios": ratios}, indent=2))
+        print(json.dumps({"url": where, "results": results, "ratios": ratios, "targets": targets}, indent=2))
     else:
-        print(f"throughput ratios ({where}; headline p/pb, production shape):")
+        headline = ", ".join(f"{k.split()[0]} {v}x" for k, v in ratios.items() if k.endswith(" p/pb"))
+        print(f"HEADLINE production shape p/pb ({args.threads}+{args.threads} threads, {where}): {headline or 'not run'}")
+        print("throughput ratios (ours/baseline):")
         for name, value in ratios.items():
             print(f"  {name:<22} {value}")
+        print("issue 13 targets (stated for the gateway):")
+        for target in targets:
+            state = {True: "met", False: "NOT met", None: "not run"}[target["met"]]
+            print(f"  {target['target']:<48} {target['value']!s:>8}  {state}")
     return 0
 
 

@@ -118,7 +118,7 @@ class Workload:
             "StartupCrash": rng.choice(["0", "0", "0", "1"]), "Add-ons": ",".join(
                 f"addon{rng.randrange(10**5)}@example.org:{rng.randint(1, 9)}.{rng.randint(0, 9)}"
                 for _ in range(rng.randint(2, 12))),
-            "Notes": "".join(rng.choice("abcdefghij \n") for _ in range(rng.randint(900, 2500))),
+            "Notes": "".join(rng.choices("abcdefghij \n", k=rng.randint(900, 2500))),
             "submitted_timestamp": submitted.isoformat(), "uuid": crash_id,
             "legacy_processing": 0, "throttle_rate": 100,
         }

@@ -310,6 +310,7 @@ def du_bytes(path):
 
 def run_job_child(job, url, since, until):
     from socorro_store.jobs import rollup, scrutiny  # noqa: PLC0415 - child process only
+    rss_before = peak_rss_mb()
     t0 = time.perf_counter()
     with open_store(url) as store:
         if job == "rollup":
@@ -319,7 +320,8 @@ def run_job_child(job, url, since, until):
         else:
             report = scrutiny.run_verify_indexes(store.backend)
             summary = {k: sum(t[k] for t in report.values()) for k in ("valid", "missing", "orphan")}
-    return {"seconds": round(time.perf_counter() - t0, 2), "peak_rss_mb": peak_rss_mb(), "report": summary}
+    return {"seconds": round(time.perf_counter() - t0, 2), "peak_rss_mb": peak_rss_mb(),
+            "rss_before_job_mb": rss_before, "report": summary}
 
 
 def run_jobs(url, since, until, gateway, out):
@@ -333,7 +335,8 @@ def run_jobs(url, since, until, gateway, out):
             result["gateway_peak_rss_mb"] = round(gateway.rss_kb("VmHWM") / 1024, 1)
         jobs[job] = result
         if out:
-            print(f"{job}: {result['seconds']} s, peak rss {result['peak_rss_mb']} MB"
+            print(f"{job}: {result['seconds']} s, peak rss {result['peak_rss_mb']} MB "
+                  f"({result['rss_before_job_mb']} MB before the job)"
                   + (f", gateway rss {result['gateway_rss_mb']} MB (peak {result['gateway_peak_rss_mb']})"
                      if gateway else "") + f"  {result['report']}", file=out, flush=True)
     return jobs

@@ -47,8 +47,13 @@ def percentile(sorted_values, fraction):
 
 
 def peak_rss_mb():
-    """This process's peak resident memory so far, in MiB (``ru_maxrss``)."""
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    """This process's peak resident memory so far, in MiB.
+
+    ``VmHWM`` where /proc has it: a spawned child's ``ru_maxrss`` starts at its parent's peak
+    (Linux keeps it across exec), ``VmHWM`` belongs to this process image only.
+    """
+    peak_kb = proc_rss_kb(os.getpid(), "VmHWM")
+    return round((peak_kb or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024, 1)
 
 
 def proc_rss_kb(pid, field="VmRSS"):

@@ -320,7 +320,8 @@ def run_job_child(job, url, since, until):
         else:
             report = scrutiny.run_verify_indexes(store.backend)
             summary = {k: sum(t[k] for t in report.values()) for k in ("valid", "missing", "orphan")}
-    return {"seconds": round(time.perf_counter() - t0, 2), "peak_rss_mb": peak_rss_mb(),
+    return {"seconds": round(time.perf_counter() - t0, 2),
+            "peak_rss_mb": peak_rss_mb(),
             "rss_before_job_mb": rss_before, "report": summary}
 
 
@@ -365,7 +366,8 @@ def parse_args(argv):
     parser.add_argument("--threads", type=int, default=8, help="collector threads, and as many processor threads")
     parser.add_argument("--payloads", choices=("meta", "2017"), default="meta")
     parser.add_argument("--per-day", type=int, default=3_000_000, help="submission rate the timestamps follow")
-    parser.add_argument("--max-backlog", type=int, default=10_000, help="most crashes submitted but not processed")
+    parser.add_argument("--max-backlog", type=int, default=1_000,
+                        help="most crashes submitted but not yet processed (default 1,000: processors keep up)")
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--json", action="store_true", help="print one JSON document (progress goes to stderr)")
     args = parser.parse_args(argv)

@@ -1,7 +1,16 @@
-"""Shared by the benchmarks in tools/: a fresh store namespace per measured case."""
+"""Shared by the benchmarks and the soak in tools/: fresh store namespaces, call attribution,
+percentiles, resident memory and processed crashes.
 
+Run the tools from a worktree root with ``PYTHONPATH=.`` so they measure that checkout's code
+(``python tools/x.py`` puts tools/, not the working directory, on ``sys.path``).
+"""
+
+import collections
 import os
+import resource
+import threading
 import uuid
+from datetime import datetime, timezone
 
 
 def isolated(url, workdir, tag):
@@ -14,3 +23,91 @@ def isolated(url, workdir, tag):
     if url.startswith("embedded://"):
         return f"{url.rstrip('/')}/{tag}"
     return url
+
+
+def with_pool_size(url, size):
+    """``url`` with ``pool_size=size`` for an hbase URL that names none (one connection per
+    thread, as each Socorro thread had its own), else ``url`` unchanged."""
+    if not url.startswith("hbase://") or "pool_size=" in url:
+        return url
+    return f"{url}{'&' if '?' in url else '?'}pool_size={size}"
+
+
+def processed_for(crash_id, signature):
+    """The processed crash a processor would save: its id, signature and completion time."""
+    return {"uuid": crash_id, "signature": signature, "success": signature is not None,
+            "completeddatetime": datetime.now(timezone.utc).isoformat()}
+
+
+def percentile(sorted_values, fraction):
+    """The value at ``fraction`` (0..1) of an ascending list; 0.0 for an empty one."""
+    if not sorted_values:
+        return 0.0
+    return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * fraction))]
+
+
+def peak_rss_mb():
+    """This process's peak resident memory so far, in MiB.
+
+    ``VmHWM`` where /proc has it: a spawned child's ``ru_maxrss`` starts at its parent's peak
+    (Linux keeps it across exec), ``VmHWM`` belongs to this process image only.
+    """
+    peak_kb = proc_rss_kb(os.getpid(), "VmHWM")
+    return round((peak_kb or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024, 1)
+
+
+def proc_rss_kb(pid, field="VmRSS"):
+    """``VmRSS`` (or ``VmHWM``, the peak) of a live process from /proc, in KiB; 0 if gone."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class PhaseCalls:
+    """Attributes a single-threaded run's backend calls to lifecycle phases: each :meth:`mark`
+    charges the calls made since the previous mark to one phase."""
+
+    def __init__(self, backend):
+        self.backend, self.totals, self._seen = backend, {}, 0
+
+    def mark(self, phase):
+        """Charge the calls since the last mark to ``phase``; return how many there were."""
+        now = sum(self.backend.calls.values())
+        delta = now - self._seen
+        self.totals[phase] = self.totals.get(phase, 0) + delta
+        self._seen = now
+        return delta
+
+
+class RoleCalls:
+    """Attributes a threaded run's backend calls to the role of the thread that made them.
+
+    A thread's role is its name up to the first ``-`` (``collector-3`` -> ``collector``); calls
+    from threads the tool did not name (a backend's helper threads, a store's committer) count
+    as ``other``.  It wraps the backend instance's ``count_call``, which every backend calls once
+    per round trip; :meth:`detach` restores it.
+    """
+
+    ROLES = ("collector", "processor")
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.by_role = collections.Counter()
+        self._lock = threading.Lock()
+        original = backend.count_call
+
+        def count_call(kind, n=1):
+            role = threading.current_thread().name.split("-", 1)[0]
+            with self._lock:
+                self.by_role[role if role in self.ROLES else "other"] += n
+            original(kind, n)
+
+        backend.count_call = count_call
+
+    def detach(self):
+        self.backend.__dict__.pop("count_call", None)

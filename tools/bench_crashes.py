@@ -1,261 +1,413 @@
 #!/usr/bin/env python
-"""Crash lifecycle benchmark: our store vs Socorro's 2013 access pattern vs the bare crash row.
+"""Crash lifecycle benchmark: this store vs Socorro's own HBase access pattern vs the bare crash row.
 
-For each payload shape (metadata-only; meta ~2 KB plus ~150 KB dumps) and each mode, in one run
-on the same backend, it runs the whole lifecycle of N crashes — save raw -> take from the queue
--> save processed — and prints crashes/s, backend calls per crash by kind (``backend.calls``),
-p50/p99 latency per lifecycle step (per crash, or per batch for batched modes) and peak RSS.
+Each mode runs the whole lifecycle of N crashes (save raw -> take from the queue -> save
+processed) for each payload shape (metadata-only; ~150 KB dumps), in its own child process on
+its own fresh store (a temp sub-directory, or a fresh table prefix through a gateway / HBase).
+It prints crashes/s, backend calls per crash (``backend.calls``: one per RPC through the
+gateway) in total, by phase and by kind, p50/p99 latencies and peak RSS.
 
-Modes:
-  a1  this store, one crash at a time          a2  this store, batched (--batch crashes per call)
-  b   Socorro 2013 re-created: one blocking call per index put and one per counter per level,
-      queue scanned one row per call, claims as plain puts
-  c1  bare limit, one at a time: only the crash row (raw put, processed put)
-  c2  bare limit, batched
+Like is compared with like: every ratio is labelled with both of its modes.
 
-Each mode runs in its own child process (fresh namespace, own peak RSS).  Usage:
+  p   production shape, this store: T collector threads calling ``save_raw_crash`` (one crash
+      per call) while T processor threads each iterate ``new_crashes()`` and call
+      ``save_processed`` per crash, until every crash is processed
+  pb  production shape, Socorro (tools/socorro_2013.py, which cites Socorro's source): T
+      collector threads doing Socorro's ``save_raw_crash`` calls; T processor threads sharing
+      one 16-scanner queue pass as Socorro's processor did (each pulls the pass's next row under
+      a lock, then runs Socorro's ``save_processed``; see ``socorro_2013.SharedPass``)
+  a1  this store, one crash per call: per chunk of --batch crashes, ``save_raw_crash`` each, then
+      one ``new_crashes()`` pass calling ``save_processed`` per crash
+  b   Socorro, one crash per call, same chunks: Socorro's ``save_raw_crash`` each, then one
+      ``new_crashes`` pass (16 scanners opened once, one row per fetch, delete + decrement per
+      row) calling Socorro's ``save_processed`` per crash
+  a2  this store, batched: ``save_raw_crashes`` / ``new_crashes(limit)`` /
+      ``save_processed_crashes`` of --batch crashes per call
+  c1  bare limit, one crash per call: only the crash row (raw put, processed put)
+  c2  bare limit, batched: the same puts, --batch rows per call
 
-    python tools/bench_crashes.py                       # embedded, temp directory
-    python tools/bench_crashes.py --url hbase://127.0.0.1:9090   # through the gateway / HBase
+Every crash here is an accepted one (``legacy_processing`` 0): those are what Socorro's
+processor read (its legacy queue), so ours and Socorro's modes process the same N crashes.
+
+The headline is p/pb, through ``socorro-store serve`` (``--gateway``).  Targets (issue 13):
+p/pb >= 5x metadata-only and >= 2.5x with 150 KB dumps, p <= 2 calls per crash; a1 <= 8 calls
+per plain crash; a2/b >= 10x metadata-only and >= 2.5x with dumps (a2 beside c2 and c1).
+
+    PYTHONPATH=. python tools/bench_crashes.py                 # embedded, temp directory
+    PYTHONPATH=. python tools/bench_crashes.py --gateway       # a `socorro-store serve` it starts
+    PYTHONPATH=. python tools/bench_crashes.py --url hbase://127.0.0.1:9090 --modes p,pb
 """
 
 import argparse
 import json
 import multiprocessing
-import resource
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from datetime import datetime, timezone
 
-from bench_common import isolated
+from bench_common import PhaseCalls, RoleCalls, isolated, peak_rss_mb, percentile, processed_for, with_pool_size
+from socorro_2013 import SharedPass, Socorro2013, crash_row_puts, processed_puts
 
-from socorro_store.backends import RowMutation, open_backend
-from socorro_store.crashstore.counters import oop_counter, throttle_counter
-from socorro_store.crashstore.crashes import prepare_processed, prepare_raw
-from socorro_store.crashstore.store import CrashStore
+from socorro_store import open_store
+from socorro_store.backends import RowMutation
 from socorro_store.demo import synthetic_crashes
 from socorro_store.schema import keys as K
 
 DAY = datetime(2016, 9, 18, tzinfo=timezone.utc).date()
-
-
-def processed_for(crash_id, signature):
-    return {"uuid": crash_id, "signature": signature, "success": signature is not None,
-            "completeddatetime": datetime.now(timezone.utc).isoformat()}
-
-
-class PhaseCalls:
-    """Attributes the backend calls made since the last :meth:`mark` to a lifecycle phase."""
-
-    def __init__(self, backend):
-        self.backend, self.totals, self._seen = backend, {}, 0
-        self.by_kind = {}  # submit calls of each one-at-a-time save, by crash kind
-
-    def mark(self, phase):
-        """Attribute the calls since the last mark to ``phase``; return how many there were."""
-        now = sum(self.backend.calls.values())
-        delta = now - self._seen
-        self.totals[phase] = self.totals.get(phase, 0) + delta
-        self._seen = now
-        return delta
-
-
-def _spread(values):
-    """``"4 (n=116)"`` or ``"7-8 (n=5)"``: the range of a list of call counts, and its size."""
-    low, high = min(values), max(values)
-    return f"{low if low == high else f'{low}-{high}'} (n={len(values)})"
+ALL_MODES = ("p", "pb", "a1", "b", "a2", "c1", "c2")
+RATIOS = [("p", "pb"), ("a1", "b"), ("a2", "b"), ("a2", "c2"), ("a2", "c1"), ("a1", "c1"), ("p", "c1")]
 
 
 def crash_kind(raw):
-    """Which index tables a save touches besides the three every crash has."""
-    kind = [name for name, present in (("legacy", raw.get("legacy_processing") == 0),
-                                       ("hang", bool(raw.get("HangID")))) if present]
-    return "+".join(kind) or "plain"
+    """``plain`` (the browser process, no hang), ``oop`` (another process) or ``hang``."""
+    if raw.get("HangID"):
+        return "hang"
+    return "plain" if raw.get("ProcessType", "default") == "default" else "oop"
 
 
-# -- modes -----------------------------------------------------------------------------------
+class Timings:
+    """Latencies (seconds) by step, from any thread."""
 
-def mode_a1(store, data, batch, phases):
-    lat = []
-    for raw, dumps, cid, sig in data:
-        t0 = time.perf_counter()
-        store.save_raw_crash(raw, dumps, cid)
-        phases.by_kind.setdefault(crash_kind(raw), []).append(phases.mark("submit"))
-        taken = list(store.new_crashes(limit=1, processor_id="bench"))
-        phases.mark("take")
-        for tid in taken:
-            store.save_processed(processed_for(tid, sig))
-        phases.mark("process")
-        lat.append(time.perf_counter() - t0)
-    return lat
+    def __init__(self):
+        self.steps, self._lock = {}, threading.Lock()
+
+    def add(self, step, seconds):
+        with self._lock:
+            self.steps.setdefault(step, []).append(seconds)
+
+    def summary(self):
+        out = {}
+        for step, values in sorted(self.steps.items()):
+            values.sort()
+            out[step] = {"p50_ms": round(1000 * percentile(values, 0.5), 2),
+                         "p99_ms": round(1000 * percentile(values, 0.99), 2)}
+        return out
 
 
-def mode_a2(store, data, batch, phases):
-    lat = []
+# -- sequential modes --------------------------------------------------------------------------
+
+def _timed(timings, step, call, *args):
+    t0 = time.perf_counter()
+    result = call(*args)
+    timings.add(step, time.perf_counter() - t0)
+    return result
+
+
+def _one_per_call(save_raw, take_pass, save_processed, data, batch, phases, timings, by_kind):
+    """Per chunk: save each crash, then one queue pass processing each crash it yields."""
+    planned = {cid: sig for _r, _d, cid, sig in data}
+    kinds = {cid: crash_kind(raw) for raw, _d, cid, _s in data}
+    for i in range(0, len(data), batch):
+        for raw, dumps, cid, _sig in data[i:i + batch]:
+            _timed(timings, "save_raw_crash", save_raw, raw, dumps, cid)
+            by_kind.setdefault(("submit", kinds[cid]), []).append(phases.mark("submit"))
+        taken = take_pass()
+        while True:
+            t0 = time.perf_counter()
+            cid = next(taken, None)
+            phases.mark("take")
+            if cid is None:
+                break
+            save_processed(processed_for(cid, planned[cid]))
+            timings.add("take+save_processed", time.perf_counter() - t0)
+            by_kind.setdefault(("process", kinds[cid]), []).append(phases.mark("process"))
+
+
+def mode_a1(store, data, batch, phases, timings, by_kind):
+    _one_per_call(store.save_raw_crash, lambda: store.new_crashes(processor_id="bench-a1"),
+                  store.save_processed, data, batch, phases, timings, by_kind)
+
+
+def mode_b(store, data, batch, phases, timings, by_kind):
+    socorro = Socorro2013(store.backend)
+    _one_per_call(socorro.save_raw_crash, socorro.new_crashes, socorro.save_processed,
+                  data, batch, phases, timings, by_kind)
+
+
+def mode_a2(store, data, batch, phases, timings, by_kind):
     planned = {cid: sig for _r, _d, cid, sig in data}
     for i in range(0, len(data), batch):
-        t0 = time.perf_counter()
-        store.save_raw_crashes([(r, d, c) for r, d, c, _s in data[i:i + batch]])
+        _timed(timings, "save_raw_crashes(batch)", store.save_raw_crashes,
+               [(r, d, c) for r, d, c, _s in data[i:i + batch]])
         phases.mark("submit")
-        taken = list(store.new_crashes(limit=batch, processor_id="bench"))
+        taken = _timed(timings, "take(batch)", lambda: list(store.new_crashes(limit=batch, processor_id="bench")))
         phases.mark("take")
-        store.save_processed_crashes([processed_for(c, planned[c]) for c in taken])
+        _timed(timings, "save_processed_crashes(batch)", store.save_processed_crashes,
+               [processed_for(c, planned[c]) for c in taken])
         phases.mark("process")
-        lat.append(time.perf_counter() - t0)
-    return lat
 
 
-def mode_b(store, data, batch, phases):
-    """Socorro 2013 (hbaseClient.put_json_dump / put_processed_json), re-created call for call."""
+def mode_c1(store, data, batch, phases, timings, by_kind):
     backend = store.backend
-    lat = []
     for raw, dumps, cid, sig in data:
-        t0 = time.perf_counter()
-        prep = prepare_raw(raw, dumps, cid)
-        key = K.time_index_key(cid, prep.submitted)
-        ooid = {K.COL_OOID: cid.encode()}
-        backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(prep.row, prep.puts)])
-        backend.mutate_rows(K.SUBMITTED_TIME, [RowMutation(key, dict(ooid))])
-        backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(key, dict(ooid))])
-        if prep.legacy == 0:
-            backend.mutate_rows(K.LEGACY_UNPROCESSED_FLAG, [RowMutation(key, dict(ooid))])
-            backend.mutate_rows(K.LEGACY_SUBMITTED_TIME, [RowMutation(key, dict(ooid))])
-        if prep.hang_id:
-            backend.mutate_rows(K.HANG_ID, [RowMutation(K.hang_row_key(prep.hang_id),
-                                                        {K.hang_column(prep.process_type): cid.encode()})])
-            backend.mutate_rows(K.HANG_ID_SUBMITTED_TIME, [RowMutation(key, dict(ooid))])
-        names = ["submitted_crash_reports"]
-        if prep.legacy is not None:
-            names.append(throttle_counter(prep.legacy))
-        if prep.process_type != "default":
-            names.append(oop_counter(prep.process_type))
-        for row in K.metrics_rows(prep.submitted).values():
-            for name in names:
-                backend.increment(K.METRICS, row, K.counter_column(name), 1)
-        backend.increment(K.METRICS, K.QUEUE_ROW, b"counters:inserts_unprocessed", 1)
+        row = K.crash_row_key(cid)
+        _timed(timings, "raw put", backend.mutate_rows, K.CRASH_REPORTS, [RowMutation(row, crash_row_puts(raw, dumps, cid))])
         phases.mark("submit")
-        # processor side: scan the queue one row per call (scannerGet), plain-put the claim
-        first = None
-        for salt_char in K.SALTS:
-            for row, cells in backend.scan(K.UNPROCESSED_FLAG, prefix=salt_char.encode(), limit=1, page_size=1):
-                if first is None or row[1:] < first[0][1:]:
-                    first = (row, cells)
-        qrow, qcells = first
-        backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(qrow, {K.FAMILY_PROCESSOR_STATE + b":claim": b"bench"})])
-        phases.mark("take")
-        tid = qcells[K.COL_OOID].decode()
-        backend.get_row(K.CRASH_REPORTS, K.crash_row_key(tid), columns=[b"flags", K.COL_SUBMITTED])
-        proc = prepare_processed(processed_for(tid, sig))
-        backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(tid), proc.puts)])
-        backend.mutate_rows(K.SIGNATURE_OOID, [RowMutation(sig_key_socorro(proc.signature, tid), dict(ooid))])
-        backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(qrow, delete_row=True)])
-        backend.increment(K.METRICS, K.QUEUE_ROW, b"counters:deletes_unprocessed", 1)
-        if prep.legacy == 0:
-            backend.mutate_rows(K.LEGACY_UNPROCESSED_FLAG, [RowMutation(key, delete_row=True)])
+        _sig, puts = processed_puts(processed_for(cid, sig))
+        _timed(timings, "processed put", backend.mutate_rows, K.CRASH_REPORTS, [RowMutation(row, puts)])
         phases.mark("process")
-        lat.append(time.perf_counter() - t0)
-    return lat
 
 
-def sig_key_socorro(signature, crash_id):
-    return signature.encode("utf-8", "surrogatepass") + crash_id.encode()  # Socorro's ambiguous layout
-
-
-def mode_c1(store, data, batch, phases):
-    backend, lat = store.backend, []
-    for raw, dumps, cid, sig in data:
-        t0 = time.perf_counter()
-        prep = prepare_raw(raw, dumps, cid)
-        backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(prep.row, prep.puts)])
-        proc = prepare_processed(processed_for(cid, sig))
-        backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(prep.row, proc.puts)])
-        lat.append(time.perf_counter() - t0)
-    return lat
-
-
-def mode_c2(store, data, batch, phases):
-    backend, lat = store.backend, []
+def mode_c2(store, data, batch, phases, timings, by_kind):
+    backend = store.backend
     for i in range(0, len(data), batch):
-        t0 = time.perf_counter()
         chunk = data[i:i + batch]
-        preps = [prepare_raw(r, d, c) for r, d, c, _s in chunk]
-        backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(p.row, p.puts) for p in preps])
-        procs = [prepare_processed(processed_for(c, s)) for _r, _d, c, s in chunk]
-        backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(p.crash_id), p.puts) for p in procs])
-        lat.append(time.perf_counter() - t0)
-    return lat
+        _timed(timings, "raw puts(batch)", backend.mutate_rows, K.CRASH_REPORTS,
+               [RowMutation(K.crash_row_key(c), crash_row_puts(r, d, c)) for r, d, c, _s in chunk])
+        phases.mark("submit")
+        _timed(timings, "processed puts(batch)", backend.mutate_rows, K.CRASH_REPORTS,
+               [RowMutation(K.crash_row_key(c), processed_puts(processed_for(c, s))[1]) for _r, _d, c, s in chunk])
+        phases.mark("process")
 
 
-MODES = {"a1": mode_a1, "a2": mode_a2, "b": mode_b, "c1": mode_c1, "c2": mode_c2}
+# -- production shape --------------------------------------------------------------------------
+
+class ProductionShape:
+    """T collector threads and T processor threads on one store, until all N are processed.
+
+    ``save_raw(raw, dumps, crash_id)`` is a collector's call; ``next_batch(processor)`` returns
+    the crash ids a processor thread takes next (an iterator; empty when the queue looked
+    empty); ``save_processed(processed)`` is a processor's call per crash.
+    """
+
+    def __init__(self, data, threads, timings, save_raw, next_batch, save_processed):
+        self.data, self.threads, self.timings = data, threads, timings
+        self.save_raw, self.next_batch, self.save_processed = save_raw, next_batch, save_processed
+        self.planned = {cid: sig for _r, _d, cid, sig in data}
+        self.processed = []  # crash ids, in the order saved (list.append is atomic)
+        self.errors = []
+        self._collectors_done = threading.Event()
+
+    def run(self):
+        collectors = [threading.Thread(target=self._guard, args=(self._collect, n), name=f"collector-{n}")
+                      for n in range(self.threads)]
+        processors = [threading.Thread(target=self._guard, args=(self._process, n), name=f"processor-{n}")
+                      for n in range(self.threads)]
+        for thread in collectors + processors:
+            thread.start()
+        for thread in collectors:
+            thread.join()
+        self._collectors_done.set()
+        for thread in processors:
+            thread.join()
+        if self.errors:
+            raise self.errors[0]
+        return self.processed
+
+    def _guard(self, body, n):
+        try:
+            body(n)
+        except BaseException as exc:  # surface in the main thread, and stop the others
+            self.errors.append(exc)
+            self._collectors_done.set()
+
+    def _collect(self, n):
+        for raw, dumps, cid, _sig in self.data[n::self.threads]:
+            if self.errors:
+                return
+            _timed(self.timings, "save_raw_crash", self.save_raw, raw, dumps, cid)
+
+    def _process(self, n):
+        while len(self.processed) < len(self.data) and not self.errors:
+            done_collecting = self._collectors_done.is_set()
+            got = 0
+            taken = self.next_batch(n)
+            while True:
+                t0 = time.perf_counter()
+                cid = next(taken, None)
+                if cid is None:
+                    break
+                self.save_processed(processed_for(cid, self.planned[cid]))
+                self.timings.add("take+save_processed", time.perf_counter() - t0)
+                self.processed.append(cid)
+                got += 1
+            if not got:
+                if done_collecting and len(self.processed) < len(self.data) and self._idle_too_long():
+                    raise RuntimeError(f"queue empty with {len(self.data) - len(self.processed)} crashes unprocessed")
+                time.sleep(0.005)
+
+    def _idle_too_long(self, limit_s=30):
+        now = time.monotonic()
+        last = getattr(self, "_last_progress", None)
+        if last is None or last[1] != len(self.processed):
+            self._last_progress = (now, len(self.processed))
+            return False
+        return now - last[0] > limit_s
+
+
+def mode_p(store, data, threads, timings):
+    shape = ProductionShape(data, threads, timings, store.save_raw_crash,
+                            lambda n: store.new_crashes(processor_id=f"bench-p-{n}"), store.save_processed)
+    return shape.run()
+
+
+def mode_pb(store, data, threads, timings):
+    socorro = Socorro2013(store.backend)
+    shared = SharedPass(socorro)
+
+    def next_batch(_n):
+        crash_id = shared.next_crash()
+        return iter([crash_id] if crash_id is not None else [])
+
+    shape = ProductionShape(data, threads, timings, socorro.save_raw_crash, next_batch, socorro.save_processed)
+    return shape.run()
+
+
+SEQUENTIAL = {"a1": mode_a1, "b": mode_b, "a2": mode_a2, "c1": mode_c1, "c2": mode_c2}
+THREADED = {"p": mode_p, "pb": mode_pb}
+
+
+def bench_data(n, dump_kb, seed):
+    """Synthetic crashes (``socorro_store.demo``), every one accepted for processing."""
+    data = synthetic_crashes(n, DAY, seed=seed, dump_kb=dump_kb)
+    for raw, _dumps, _cid, _sig in data:
+        raw["legacy_processing"] = 0
+    return data
 
 
 def run_mode(args):
-    mode, url, n, dump_kb, batch, seed = args
-    data = synthetic_crashes(n, DAY, seed=seed, dump_kb=dump_kb)
-    with CrashStore(open_backend(url)) as store:
+    mode, url, n, dump_kb, batch, threads, seed = args
+    data = bench_data(n, dump_kb, seed)
+    timings, by_kind = Timings(), {}
+    if mode in THREADED:
+        url = with_pool_size(url, 2 * threads + 2)
+    with open_store(url) as store:
         store.create_tables()
         store.backend.calls.clear()
-        phases = PhaseCalls(store.backend)
         t0 = time.perf_counter()
-        lat = MODES[mode](store, data, batch, phases)
+        if mode in THREADED:
+            roles = RoleCalls(store.backend)
+            processed = THREADED[mode](store, data, threads, timings)
+            by_phase = dict(roles.by_role)
+            roles.detach()
+            if len(processed) != n or len(set(processed)) != n:
+                raise RuntimeError(f"{mode}: {len(processed)} saves of {len(set(processed))} distinct crashes, want {n}")
+        else:
+            phases = PhaseCalls(store.backend)
+            SEQUENTIAL[mode](store, data, batch, phases, timings, by_kind)
+            by_phase = phases.totals
+        store.flush_counters()
         elapsed = time.perf_counter() - t0
         calls = dict(store.backend.calls)
-        if mode in ("a1", "a2"):
-            assert store.queue_sizes()["standard"] == 0, "queue not drained"
-    lat.sort()
+        if mode in ("p", "a1", "a2") and store.queue_sizes()["standard"] != 0:
+            raise RuntimeError(f"{mode}: queue not drained: {store.queue_sizes()}")
     return {
-        "mode": mode, "dump_kb": dump_kb, "crashes": n, "seconds": round(elapsed, 3),
-        "crashes_per_s": round(n / elapsed, 1),
+        "mode": mode, "dump_kb": dump_kb, "crashes": n, "threads": threads if mode in THREADED else 1,
+        "seconds": round(elapsed, 3), "crashes_per_s": round(n / elapsed, 1),
         "calls_per_crash": round(sum(calls.values()) / n, 2),
+        "calls_by_phase": {k: round(v / n, 2) for k, v in sorted(by_phase.items())},
         "calls_by_kind": {k: round(v / n, 2) for k, v in sorted(calls.items())},
-        "calls_by_phase": {k: round(v / n, 2) for k, v in phases.totals.items()},
-        "submit_calls_by_crash_kind": {kind: _spread(calls) for kind, calls in sorted(phases.by_kind.items())},
-        "latency_unit": "batch" if mode in ("a2", "c2") else "crash",
-        "p50_ms": round(1000 * lat[len(lat) // 2], 2),
-        "p99_ms": round(1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))], 2),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "lifecycle_calls_by_crash_kind": lifecycle_by_kind(by_kind, by_phase.get("take", 0) / n),
+        "latency": timings.summary(),
+        "peak_rss_mb": peak_rss_mb(),
     }
+
+
+def lifecycle_by_kind(by_kind, take_per_crash):
+    """``{kind: calls}``: a crash kind's mean submit and process calls plus the mean take calls."""
+    mean = {key: sum(v) / len(v) for key, v in by_kind.items()}
+    kinds = sorted({kind for _phase, kind in mean})
+    return {kind: round(mean.get(("submit", kind), 0) + take_per_crash + mean.get(("process", kind), 0), 2)
+            for kind in kinds}
+
+
+def ratios_of(results):
+    """``{"dump_kb=S p/pb": x}``: throughput ratios of the mode pairs in :data:`RATIOS` that ran."""
+    by = {(r["dump_kb"], r["mode"]): r for r in results}
+    out = {}
+    for shape in sorted({r["dump_kb"] for r in results}):
+        for ours, other in RATIOS:
+            if (shape, ours) in by and (shape, other) in by:
+                out[f"dump_kb={shape} {ours}/{other}"] = round(
+                    by[(shape, ours)]["crashes_per_s"] / by[(shape, other)]["crashes_per_s"], 2)
+    return out
+
+
+def targets_of(results, ratios):
+    """Issue 13's targets, each with the measured value and whether it is met (None: not run).
+
+    They are stated for the gateway (``--gateway``); elsewhere they are indicative only.
+    """
+    by = {(r["dump_kb"], r["mode"]): r for r in results}
+    out = []
+    for shape in sorted({r["dump_kb"] for r in results}):
+        meta = shape == 0
+        for name, value, limit, at_least in (
+                (f"dump_kb={shape} p/pb", ratios.get(f"dump_kb={shape} p/pb"), 5 if meta else 2.5, True),
+                (f"dump_kb={shape} a2/b", ratios.get(f"dump_kb={shape} a2/b"), 10 if meta else 2.5, True),
+                (f"dump_kb={shape} p calls/crash", by.get((shape, "p"), {}).get("calls_per_crash"), 2, False),
+                (f"dump_kb={shape} a1 plain-crash lifecycle calls",
+                 by.get((shape, "a1"), {}).get("lifecycle_calls_by_crash_kind", {}).get("plain"), 8, False)):
+            met = None if value is None else (value >= limit if at_least else value <= limit)
+            out.append({"target": f"{name} {'>=' if at_least else '<='} {limit}", "value": value, "met": met})
+    return out
+
+
+def _print_result(result):
+    print(f"dump_kb={result['dump_kb']:<4} {result['mode']:<3} T={result['threads']:<2} "
+          f"{result['crashes_per_s']:>8} crashes/s  {result['calls_per_crash']:>6} calls/crash  "
+          f"by phase {result['calls_by_phase']}  rss {result['peak_rss_mb']} MB", flush=True)
+    if result["lifecycle_calls_by_crash_kind"]:
+        print(f"{'':20}lifecycle calls per crash, by crash kind: {result['lifecycle_calls_by_crash_kind']}")
+    print(f"{'':20}latency: " + "  ".join(f"{step} p50 {v['p50_ms']} / p99 {v['p99_ms']} ms"
+                                          for step, v in result["latency"].items()), flush=True)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--url", default=None, help="store URL (default: embedded in a temp dir)")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--url", default=None, help="store URL (default: embedded in a temp dir)")
+    target.add_argument("--gateway", action="store_true", help="start a `socorro-store serve` and bench through it")
     parser.add_argument("--crashes", type=int, default=300)
-    parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--batch", type=int, default=100, help="chunk for a1/b, batch for a2/c2")
+    parser.add_argument("--threads", type=int, default=8, help="collector and processor threads (p, pb)")
     parser.add_argument("--shapes", default="0,150", help="average dump KB per shape, comma-separated")
-    parser.add_argument("--modes", default="a1,a2,b,c1,c2")
+    parser.add_argument("--modes", default=",".join(ALL_MODES))
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = [m for m in modes if m not in SEQUENTIAL and m not in THREADED]
+    if unknown:
+        parser.error(f"unknown modes {unknown}: choose from {','.join(ALL_MODES)}")
     results = []
     ctx = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="bench-crashes-") as workdir:
-        for shape in [int(s) for s in args.shapes.split(",")]:
-            for mode in args.modes.split(","):
-                url = isolated(args.url, workdir, f"{mode}{shape}{uuid.uuid4().hex[:6]}")
-                with ctx.Pool(1) as pool:
-                    result = pool.apply(run_mode, ((mode, url, args.crashes, shape, args.batch, 7),))
-                results.append(result)
-                if not args.json:
-                    print(f"dump_kb={shape:<4} {mode:<3} {result['crashes_per_s']:>8} crashes/s  "
-                          f"{result['calls_per_crash']:>6} calls/crash  p50 {result['p50_ms']:>8} ms  "
-                          f"p99 {result['p99_ms']:>8} ms per {result['latency_unit']:<5}  "
-                          f"rss {result['peak_rss_mb']} MB  per phase {result['calls_by_phase']}", flush=True)
-                    if result["submit_calls_by_crash_kind"]:
-                        print(f"{'':18}submit calls by crash kind: {result['submit_calls_by_crash_kind']}")
-    by = {(r["dump_kb"], r["mode"]): r for r in results}
-    ratios = {}
-    for shape in {r["dump_kb"] for r in results}:
-        for ours in ("a1", "a2"):
-            for other in ("b", "c1", "c2"):
-                if (shape, ours) in by and (shape, other) in by:
-                    ratios[f"dump_kb={shape} {ours}/{other}"] = round(
-                        by[(shape, ours)]["crashes_per_s"] / by[(shape, other)]["crashes_per_s"], 2)
+        gateway, url = None, args.url
+        if args.gateway:
+            from chaos_harness import Gateway
+            gateway = Gateway(f"{workdir}/gateway")
+            url = gateway.url()
+        try:
+            for shape in [int(s) for s in args.shapes.split(",")]:
+                for mode in modes:
+                    case_url = isolated(url, workdir, f"{mode}{shape}{uuid.uuid4().hex[:6]}")
+                    with ctx.Pool(1) as pool:
+                        result = pool.apply(run_mode, ((mode, case_url, args.crashes, shape, args.batch,
+                                                        args.threads, 7),))
+                    results.append(result)
+                    if not args.json:
+                        _print_result(result)
+        finally:
+            if gateway is not None:
+                gateway.stop()
+    ratios = ratios_of(results)
+    targets = targets_of(results, ratios)
+    where = "gateway (socorro-store serve)" if args.gateway else (args.url or "embedded (temp)")
     if args.json:
-        print(json.dumps({"url": args.url or "embedded (temp)", "results": results, "ratios": ratios}, indent=2))
+        print(json.dumps({"url": where, "results": results, "ratios": ratios, "targets": targets}, indent=2))
     else:
-        print("throughput ratios:", json.dumps(ratios, indent=1))
+        headline = ", ".join(f"{k.split()[0]} {v}x" for k, v in ratios.items() if k.endswith(" p/pb"))
+        print(f"HEADLINE production shape p/pb ({args.threads}+{args.threads} threads, {where}): {headline or 'not run'}")
+        print("throughput ratios (ours/baseline):")
+        for name, value in ratios.items():
+            print(f"  {name:<22} {value}")
+        print("issue 13 targets (stated for the gateway):")
+        for target in targets:
+            state = {True: "met", False: "NOT met", None: "not run"}[target["met"]]
+            print(f"  {target['target']:<48} {target['value']!s:>8}  {state}")
     return 0
 
 

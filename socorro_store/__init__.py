@@ -7,7 +7,7 @@
 """
 
 from .crashstore.store import CrashStore, open_store
-from .errors import BackendUnavailable, CrashIDNotFound, InvalidArgument, InvalidCrashID, SocorroStoreError
+from .errors import BackendUnavailable, CrashConflict, CrashIDNotFound, InvalidArgument, InvalidCrashID, SocorroStoreError
 
 __all__ = ["open_store", "CrashStore", "SocorroStoreError", "CrashIDNotFound", "InvalidCrashID",
-           "InvalidArgument", "BackendUnavailable"]
+           "InvalidArgument", "BackendUnavailable", "CrashConflict"]

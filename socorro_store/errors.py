@@ -59,3 +59,11 @@ class InvalidCrashID(InvalidArgument):
 
 class CrashIDNotFound(SocorroStoreError, LookupError):
     """No crash (or no part of it that was asked for) is stored under that id."""
+
+
+class CrashConflict(SocorroStoreError):
+    """A crash id is already stored with another payload (annotations or dumps differ).
+
+    A collector retry of the same crash is not a conflict: see :meth:`CrashStore.save_raw_crash`.
+    Nothing is written.
+    """

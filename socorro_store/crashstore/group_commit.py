@@ -5,10 +5,10 @@ flight becomes the leader and writes at once, alone: a lone caller waits for not
 no linger).  Callers that arrive while that write is in flight queue up; when it ends, the
 leader hands the lead to the oldest of them, which writes everything queued so far (up to
 ``max_items`` items and ``max_bytes`` bytes) as one group.  Groups grow with load and shrink to
-one when the load goes.  A leader yields the processor once before it takes its group
-(``time.sleep(0)``: not a timer, it returns at once when no other thread is runnable), so
-that callers already running, such as those the previous group released, queue in time to
-join: under load that doubles the group size.
+one when the load goes.  Under load (the lead was handed over, or the last group held more
+than one item) a leader yields the processor once before it takes its group (``time.sleep(0)``,
+not a timer), so that callers already running, such as those the previous group released,
+queue in time to join: that doubles the group size.  A lone caller never yields.
 
 Each caller returns only once the group holding its item has been written, with its own
 outcome: the value or the exception the group writer gave for its item, or, when the group
@@ -66,6 +66,7 @@ class GroupCommit:
         self._lock = threading.Lock()
         self._queued = collections.deque()
         self._leading = False  # invariant: nothing is queued while no one leads
+        self._last_group = 0
 
     @property
     def queued(self):
@@ -90,9 +91,10 @@ class GroupCommit:
         if not leads:
             waiter.event.wait()
         if waiter.leads:  # at the head of the queue, so the group taken below holds this item
-            # Yield the processor once (not a timer: alone, this returns at once), so that
-            # callers already running, such as those the last group released, can queue.
-            time.sleep(0)
+            if not leads or self._last_group > 1:
+                # Under load, yield the processor once (not a timer), so that callers already
+                # running, such as those the last group released, queue in time to join.
+                time.sleep(0)
             self._lead()
         return waiter.outcome()
 
@@ -116,6 +118,7 @@ class GroupCommit:
             with self._lock:
                 self.groups += 1
                 self.items += len(group)
+                self._last_group = len(group)
                 if self._queued:  # hand over: the next leader writes what queued meanwhile
                     successor = self._queued[0]
                     successor.leads = True

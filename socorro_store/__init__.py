@@ -8,13 +8,14 @@
 
 from .crashstore.store import CrashStore, open_store
 from .errors import (
-                     BackendUnavailable,
-                     CrashIDNotFound,
-                     InvalidArgument,
-                     InvalidCrashID,
-                     RequestTooLarge,
-                     SocorroStoreError,
+    BackendUnavailable,
+    CrashConflict,
+    CrashIDNotFound,
+    InvalidArgument,
+    InvalidCrashID,
+    RequestTooLarge,
+    SocorroStoreError,
 )
 
 __all__ = ["open_store", "CrashStore", "SocorroStoreError", "CrashIDNotFound", "InvalidCrashID",
-           "InvalidArgument", "RequestTooLarge", "BackendUnavailable"]
+           "InvalidArgument", "RequestTooLarge", "BackendUnavailable", "CrashConflict"]

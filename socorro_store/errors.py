@@ -86,3 +86,11 @@ class StreamCorrupt(SocorroStoreError):
     def __init__(self, offset, problem):
         self.offset, self.problem = offset, problem
         super().__init__(f"export stream corrupt at byte {offset}: {problem}")
+
+
+class CrashConflict(SocorroStoreError):
+    """A crash id is already stored with another payload (annotations or dumps differ).
+
+    A collector retry of the same crash is not a conflict: see :meth:`CrashStore.save_raw_crash`.
+    Nothing is written.
+    """

@@ -4,7 +4,7 @@ import random
 import threading
 import time
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -228,8 +228,9 @@ def test_concurrent_priority_requests_queue_a_crash_once(embedded_url, monkeypat
 
         monkeypatch.setattr(crash_module, "read_states", read_then_wait)
 
-        def request():
-            results.append(store.enqueue_priority([cid]))
+        def request():  # racing stores (one store serialises its requests: group commit)
+            results.append(crash_module.enqueue_priority(store.backend, [cid], datetime.now(timezone.utc),
+                                                         store.live_counters))
 
         threads = [threading.Thread(target=request) for _ in range(4)]
         for thread in threads:

@@ -61,6 +61,10 @@ class RawCrash:
     row: bytes
     puts: dict = field(default_factory=dict)
 
+    def row_mutation(self):
+        """The crash row's mutation (what must fit in one backend request)."""
+        return RowMutation(self.row, self.puts)
+
 
 @dataclass
 class ProcessedCrash:
@@ -68,6 +72,11 @@ class ProcessedCrash:
     signature: str  # stored name (##empty## / ##null## for the special values)
     error: bool
     puts: dict = field(default_factory=dict)
+
+    def row_mutation(self):
+        """The crash row's mutation (what must fit in one backend request); saving it also
+        drops a pending priority request."""
+        return RowMutation(K.crash_row_key(self.crash_id), self.puts, [K.COL_PRIORITY])
 
 
 def _json_default(value):

@@ -5,15 +5,14 @@ Composes :mod:`crashes` (crash rows and indexes), :mod:`queue` (claims) and :mod
 contract, so it runs on every backend.  Thread-safe: many processor threads may share one store.
 """
 
-from datetime import datetime, timezone
-
 from ..backends import RowMutation, open_backend
 from ..backends.base import MAX_CELL_BYTES
 from ..checks import is_int
 from ..errors import InvalidArgument
 from ..schema import keys as K
 from ..schema.table_admin import create_tables
-from . import counters, crashes, deletion, inspect, queue, reports
+from . import counters, crashes, deletion, grouped_saves, inspect, queue, reports, resubmissions
+from .group_commit import MAX_GROUP_BYTES, MAX_GROUP_ITEMS, GroupCommit
 from .queue import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_ATTEMPTS, HeldClaims, take
 
 
@@ -21,7 +20,7 @@ def open_store(url=None, **options):
     """Open the store a URL names: ``url``, else ``$SOCORRO_STORE_URL``, else the embedded default.
 
     ``options`` go to :class:`CrashStore` (``forbidden_keys``, ``max_cell_bytes``,
-    ``counter_flush_ms``).
+    ``counter_flush_ms``, ``group_max_crashes``, ``group_max_bytes``).
     """
     backend = open_backend(url)
     try:
@@ -41,10 +40,13 @@ class CrashStore:
     often (and on close); None sends them with each save.  See :class:`counters.CounterBuffer`
     for the loss window (the next ``rollup`` repairs it).  ``live_counters.failures`` tallies the
     increments this store could not send (see :class:`counters.LiveCounters`).
+    ``group_max_crashes`` / ``group_max_bytes``: the largest group of concurrent one-crash calls
+    written together (see :mod:`group_commit`); ``raw_groups``, ``processed_groups`` and
+    ``priority_groups`` count the groups and items written.
     """
 
     def __init__(self, backend, forbidden_keys=crashes.DEFAULT_FORBIDDEN_KEYS, max_cell_bytes=MAX_CELL_BYTES,
-                 counter_flush_ms=None):
+                 counter_flush_ms=None, group_max_crashes=MAX_GROUP_ITEMS, group_max_bytes=MAX_GROUP_BYTES):
         if not is_int(max_cell_bytes) or not 0 < max_cell_bytes <= MAX_CELL_BYTES:
             raise InvalidArgument(f"max_cell_bytes must be an int in 1..{MAX_CELL_BYTES}")
         if isinstance(forbidden_keys, str):
@@ -52,6 +54,17 @@ class CrashStore:
         self.backend = backend
         self.forbidden_keys = tuple(forbidden_keys)
         self.max_cell_bytes = max_cell_bytes
+        #: claims taken through this store and not yet saved: what the take learned, so saving
+        #: the crash need not read it again (:class:`~.claims.HeldClaims`)
+        self.held_claims = HeldClaims()
+        limits = (group_max_crashes, group_max_bytes)
+        self.raw_groups = GroupCommit(
+            lambda items: grouped_saves.save_raw_group(backend, self.live_counters, items), *limits)
+        self.processed_groups = GroupCommit(
+            lambda items: grouped_saves.save_processed_group(backend, self.live_counters, items,
+                                                             self.held_claims), *limits)
+        self.priority_groups = GroupCommit(
+            lambda items: grouped_saves.enqueue_priority_group(backend, self.live_counters, items), *limits)
         self.live_counters = counters.LiveCounters(backend, counter_flush_ms)
 
     def __enter__(self):
@@ -76,30 +89,64 @@ class CrashStore:
 
     # -- saving ------------------------------------------------------------------------------
     def save_raw_crash(self, raw_crash, dumps, crash_id):
-        """Save one raw crash (annotations and dumps) and queue it for processing."""
-        self.save_raw_crashes([(raw_crash, dumps, crash_id)])
+        """Save one raw crash (annotations and dumps) and queue it for processing.
+
+        Validated in the caller's thread (bad input raises a typed error and writes nothing),
+        then written with the crashes of concurrent calls in one group (:mod:`group_commit`):
+        returns once this crash is stored.
+
+        Saving an id that is already stored (a collector retry) succeeds and writes nothing when
+        the annotations and dumps are the same: the crash is never listed, queued or counted a
+        second time, and a processed crash stays processed.  A retry whose annotations differ
+        only in ``submitted_timestamp`` is the same crash re-stamped: the first submission time
+        stands.  Any other difference raises :class:`CrashConflict` and writes nothing.  The
+        one remaining window (the same id saved at the same moment through two stores) is in
+        :mod:`resubmissions`.
+        """
+        crash = crashes.prepare_raw(raw_crash, dumps, crash_id, self.max_cell_bytes)
+        self._check_fits([crash])
+        self.raw_groups.submit(crash, grouped_saves.weight_of(crash.puts))
 
     def save_raw_crashes(self, items):
         """Save ``(raw_crash, dumps, crash_id)`` triples with one mutate per table touched.
 
-        Every crash is validated before anything is written: one bad crash fails the batch.
+        Every crash is validated, and checked against the stored crashes, before anything is
+        written: one bad crash, or one :class:`CrashConflict`, fails the batch.  Retries of
+        stored crashes are skipped as in :meth:`save_raw_crash`.  Returns how many crashes were
+        new (written).
         """
         prepared = [crashes.prepare_raw(raw, dumps, cid, self.max_cell_bytes) for raw, dumps, cid in items]
-        for crash in prepared:  # its pointers are written first: a crash row that cannot fit fails now
-            self.backend.check_mutation_size(K.CRASH_REPORTS, RowMutation(crash.row, crash.puts))
-        if prepared:
-            crashes.write_raw(self.backend, prepared, self.live_counters)
-        return len(prepared)
+        if not prepared:
+            return 0
+        self._check_fits(prepared)
+        outcomes = resubmissions.sort_out(self.backend, prepared)
+        for outcome in outcomes:
+            if isinstance(outcome, Exception):
+                raise outcome
+        new = [crash for crash, outcome in zip(prepared, outcomes) if outcome == resubmissions.NEW]
+        if new:
+            crashes.write_raw(self.backend, new, self.live_counters)
+        return len(new)
+
+    def _check_fits(self, prepared):
+        """Refuse, before any write, a crash whose row would not fit in one backend request
+        (:class:`RequestTooLarge`): its pointers are written before its row."""
+        for crash in prepared:
+            self.backend.check_mutation_size(K.CRASH_REPORTS, crash.row_mutation())
 
     def save_processed(self, processed_crash):
-        """Save a processed crash; removes its queue pointers and updates the counters."""
-        self.save_processed_crashes([processed_crash])
+        """Save a processed crash; removes its queue pointers and updates the counters.
+
+        Validated in the caller's thread, then written in a group with concurrent calls; returns
+        once it is stored.  :class:`CrashIDNotFound` (nothing written) for an unknown crash.
+        """
+        crash = crashes.prepare_processed(processed_crash, self.max_cell_bytes)
+        self._check_fits([crash])
+        self.processed_groups.submit(crash, grouped_saves.weight_of(crash.puts))
 
     def save_processed_crashes(self, processed_crashes):
         prepared = [crashes.prepare_processed(p, self.max_cell_bytes) for p in processed_crashes]
-        for crash in prepared:
-            self.backend.check_mutation_size(K.CRASH_REPORTS, RowMutation(
-                K.crash_row_key(crash.crash_id), crash.puts, [K.COL_PRIORITY]))
+        self._check_fits(prepared)
         if prepared:
             crashes.write_processed(self.backend, prepared, self.live_counters, self.held_claims)
         return len(prepared)
@@ -139,14 +186,6 @@ class CrashStore:
         return take(self.backend, limit, queue, processor_id, lease_seconds, max_attempts=max_attempts,
                     held=self.held_claims)
 
-    @property
-    def held_claims(self):
-        """This store's claims taken and not yet saved (:class:`~.claims.HeldClaims`)."""
-        held = self.__dict__.get("_held_claims")
-        if held is None:  # made on first use; setdefault keeps one if two threads race here
-            held = self.__dict__.setdefault("_held_claims", HeldClaims())
-        return held
-
     def release(self, crash_id):
         """Give back a crash taken with :meth:`new_crashes` that will not be processed."""
         return self.release_crashes([crash_id])
@@ -163,10 +202,22 @@ class CrashStore:
         return queue.dead_lettered_crashes(self.backend, limit)
 
     def enqueue_priority(self, crash_ids):
-        """Ask for (re)processing of existing crashes; returns how many were queued."""
+        """Ask for (re)processing of existing crashes; returns how many were queued.
+
+        A crash with a pending request is not queued again.  Written in a group with concurrent
+        calls; :class:`CrashIDNotFound` (nothing queued) if any crash is unknown.
+        """
         if isinstance(crash_ids, str):
             crash_ids = [crash_ids]
-        return crashes.enqueue_priority(self.backend, crash_ids, datetime.now(timezone.utc), self.live_counters)
+        try:
+            crash_ids = list(dict.fromkeys(crash_ids))
+        except TypeError:  # not iterable, or unhashable items
+            raise InvalidArgument(f"crash ids must be a list of crash ids, not {type(crash_ids).__name__}") from None
+        for crash_id in crash_ids:
+            K.validate_crash_id(crash_id)
+        if not crash_ids:
+            return 0
+        return self.priority_groups.submit(crash_ids, 64 * len(crash_ids))
 
     # -- queries -----------------------------------------------------------------------------
     def crashes_submitted(self, start, end):

@@ -255,15 +255,17 @@ def test_buffered_gateway_memory_stays_proportional_to_one_request(tmp_path):
     gateway = Gateway(tmp_path / "store", "buffered", "binary")
     try:
         with _store(gateway, "mem") as store:
-            baseline = gateway.rss_kb("VmHWM")
-            for i in range(5):
+            peaks = []
+            for i in range(10):
                 cid = crash_id("0", rng=random.Random(i))
                 dump = _dump(9 * MB, i)
                 store.save_raw_crash(raw_crash(cid), {"upload_file_minidump": dump}, cid)
                 assert store.get_raw_dump(cid) == dump
-            peak = gateway.rss_kb("VmHWM") - baseline
-        # five 9 MB crashes in and out: the peak is a few copies of one, not of all five
-        assert peak < 8 * 9 * 1024, f"gateway peak grew by {peak} KiB"
+                peaks.append(gateway.rss_kb("VmHWM"))
+        # ten 9 MB crashes in and out: a few copies of one crash in flight, plus caches that
+        # fill (SQLite's page cache) and then stay: no growth over the last five crashes (it
+        # would be 45 MB or more if requests or replies were kept)
+        assert peaks[-1] - peaks[4] < 9 * 1024, f"gateway peaks (KiB) {peaks}"
     finally:
         gateway.stop()
 

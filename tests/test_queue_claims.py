@@ -254,3 +254,42 @@ def test_take_validates_max_attempts(embedded_url):
         for bad in (0, -1, 1.5, "3", True):
             with pytest.raises(InvalidArgument):
                 store.new_crashes(max_attempts=bad)
+
+
+def test_threads_of_one_store_claim_each_crash_once(embedded_url):
+    """Processor threads sharing a store take successive crashes instead of all appending a
+    claim to the head of the queue: one claim append per crash, each crash processed once."""
+    import threading
+
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        ids = _ids(96)
+        _save(store, ids)
+        appended, real = [], store.backend.append_many
+
+        def counting(table, items):
+            if table == K.UNPROCESSED_FLAG:
+                appended.extend(row for row, _cells in items)
+            return real(table, items)
+
+        store.backend.append_many = counting
+        processed_by = {}
+        barrier = threading.Barrier(8)
+
+        def processor(n):
+            barrier.wait()
+            while True:
+                got = list(store.new_crashes(limit=4, processor_id=f"t{n}"))
+                if not got:
+                    return
+                for cid in got:
+                    processed_by.setdefault(cid, []).append(n)
+                    store.save_processed(processed(cid))
+
+        threads = [threading.Thread(target=processor, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(processed_by) == sorted(ids) and all(len(v) == 1 for v in processed_by.values())
+        assert len(appended) == len(ids)  # no claim lost to a sibling thread

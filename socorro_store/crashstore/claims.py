@@ -21,6 +21,7 @@ crash's own processing, never by how many other crashes were processed: the row 
 crash is processed.
 """
 
+import collections
 import threading
 import time
 from dataclasses import dataclass, field
@@ -129,7 +130,39 @@ class HeldClaims:
 
     def __init__(self):
         self._held = {}
+        self._taking = {}  # crash id -> (token of the iterator claiming it, until when in ms)
+        self._done = collections.OrderedDict()  # claim rows of crashes saved lately (bounded)
         self._lock = threading.Lock()
+
+    def reserve(self, token, claim_rows, until_ms):
+        """The ids of ``claim_rows`` (``{crash id: claim row}``) no other iterator of this store
+        is claiming or holding under a live lease, and not saved lately from that same row (a
+        scan can predate a sibling's save), now reserved for ``token`` until :meth:`unreserve`
+        or ``until_ms`` (the end
+        of the lease it is about to claim: an iterator abandoned with claims pending does not
+        keep them from its siblings once the lease is over).
+
+        Threads of one store would otherwise scan the same head of the queue and all append a
+        claim to the same crashes, one losing call per thread per crash: a sibling takes the
+        next crashes instead.
+        """
+        at = now_ms()
+        with self._lock:
+            free = [c for c, row in claim_rows.items()
+                    if (c not in self._taking or self._taking[c][0] == token or self._taking[c][1] <= at)
+                    and not (c in self._held and self._held[c].expires > at) and row not in self._done]
+            for crash_id in free:
+                self._taking[crash_id] = (token, until_ms)
+            if len(self._taking) > 4096:  # reservations of iterators abandoned, not yet collected
+                for crash_id in [c for c, (_t, until) in self._taking.items() if until <= at]:
+                    del self._taking[crash_id]
+            return free
+
+    def unreserve(self, token, crash_ids):
+        with self._lock:
+            for crash_id in crash_ids:
+                if self._taking.get(crash_id, (None,))[0] == token:
+                    del self._taking[crash_id]
 
     def add(self, held):
         with self._lock:
@@ -139,10 +172,26 @@ class HeldClaims:
                 for crash_id in [c for c, h in self._held.items() if h.expires <= cutoff]:
                     del self._held[crash_id]
 
-    def pop_many(self, crash_ids):
-        """``{crash id: Held}`` of those held, removed from the map."""
+    def pop_many(self, crash_ids, saving=False):
+        """``{crash id: Held}`` of those held, removed from the map.
+
+        ``saving``: they are being saved.  Their claim rows are remembered (the latest 4,096),
+        so that a sibling whose scan predates the save does not claim them again; a save that
+        fails gives them back with :meth:`saving_failed`.
+        """
         with self._lock:
-            return {c: self._held.pop(c) for c in crash_ids if c in self._held}
+            popped = {c: self._held.pop(c) for c in crash_ids if c in self._held}
+            if saving:
+                for held in popped.values():
+                    self._done[held.claim_row] = True
+                while len(self._done) > 4096:
+                    self._done.popitem(last=False)
+            return popped
+
+    def saving_failed(self, claims):
+        with self._lock:
+            for held in claims:
+                self._done.pop(held.claim_row, None)
 
     def get(self, crash_id):
         with self._lock:

@@ -260,7 +260,16 @@ def write_processed(backend, crashes, live_counters, held=None):
     ``held`` (the store's :class:`~.claims.HeldClaims`): the states its takes read are used, and
     their claims forgotten; only crashes not taken through it have their state read here.
     """
-    known = held.pop_many([c.crash_id for c in crashes]) if held is not None else {}
+    known = held.pop_many([c.crash_id for c in crashes], saving=True) if held is not None else {}
+    try:
+        _write_processed(backend, crashes, live_counters, known)
+    except BaseException:
+        if known:
+            held.saving_failed(known.values())
+        raise
+
+
+def _write_processed(backend, crashes, live_counters, known):
     states = {crash_id: claim.state for crash_id, claim in known.items()}
     unknown = [c.crash_id for c in crashes if c.crash_id not in states]
     if unknown:

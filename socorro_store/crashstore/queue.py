@@ -212,15 +212,18 @@ class Taker:
                     unsaved = [h for h in yielded if self.held.get(h.crash_id) is h]
                     kept = {id(h) for h in self.renew(unsaved + pending)}
                     yielded = [h for h in unsaved if id(h) in kept]
+                    self.held.unreserve(self.token, [h.crash_id for h in pending if id(h) not in kept])
                     pending = [h for h in pending if id(h) in kept]
                     continue
                 claim = pending.pop(0)
                 self.held.add(claim)
+                self.held.unreserve(self.token, [claim.crash_id])
                 yielded.append(claim)
                 taken += 1
                 yield claim.crash_id
         finally:
             if pending:
+                self.held.unreserve(self.token, [h.crash_id for h in pending])
                 try:
                     release(self.backend, pending)
                 except (BackendUnavailable, BackendError):
@@ -254,10 +257,15 @@ class Taker:
 
     def claim(self, group):
         """Claim ``[(claim row, crash id, state)]``; the :class:`Held` claims won, in order."""
+        at = now_ms()
+        mine = set(self.held.reserve(self.token, {crash_id: row for row, crash_id, _state in group},
+                                     at + self.lease_ms))
         ids = {}
         for row, crash_id, state in group:
-            ids.setdefault(row, (crash_id, state))
-        at = now_ms()
+            if crash_id in mine:
+                ids.setdefault(row, (crash_id, state))
+        if not ids:
+            return []
         record = encode_claim(self.processor_id, at, at + self.lease_ms, self.token)
         rows = list(ids)
         results = self.backend.append_many(UNPROCESSED_FLAG, [(row, {COL_CLAIM: record, COL_OOID: b""}) for row in rows])
@@ -275,6 +283,7 @@ class Taker:
                 dead.append((row, crash_id, lease.attempts))
                 continue
             won.append(Held(crash_id, row, self.token, self.processor_id, lease.expires, state))
+        self.held.unreserve(self.token, set(mine) - {h.crash_id for h in won})
         if dead or cleanup:
             dead_letter(self.backend, self.queue, dead, cleanup)
         return won

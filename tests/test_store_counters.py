@@ -166,3 +166,23 @@ def test_a_failed_first_seen_detection_keeps_the_plain_counters(embedded_url, mo
         assert sum(store.get_signature_counters("sig").values()) == 4  # hour, day, month, year
         assert store.queue_sizes()["standard"] == 0
         assert "unique_crash_signatures" not in store.get_metrics("2016")  # for rollup to repair
+
+
+def test_known_first_seen_markers_are_not_read_again(store, backend_url):
+    """A signature already counted in its intervals by this store costs no first-seen call;
+    another store (its own process) still reads the markers and does not count it again."""
+    ids = [crash_id(s) for s in "0123"]
+    for i, cid in enumerate(ids):
+        store.save_raw_crash(raw_crash(cid, BASE_TIME + timedelta(seconds=i)), {}, cid)
+    store.save_processed(processed(ids[0], signature="popular"))
+    reads = []
+    real = store.backend.get_rows
+    store.backend.get_rows = lambda table, rows, *a, **k: reads.append(table) or real(table, rows, *a, **k)
+    store.save_processed(processed(ids[1], signature="popular"))
+    assert K.SIGNATURES_SEEN not in reads
+    store.save_processed(processed(ids[2], signature="rare"))
+    assert reads.count(K.SIGNATURES_SEEN) == 1
+    with open_store(backend_url) as other:  # knows no marker: reads them, finds "popular" counted
+        other.save_processed(processed(ids[3], signature="popular"))
+    hour = K.metrics_row(BASE_TIME, "hour").decode()
+    assert store.get_metrics(hour)["unique_crash_signatures"] == 2

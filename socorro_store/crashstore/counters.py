@@ -160,7 +160,7 @@ def coalesce(increments):
     return [Increment(t, r, c, a) for (t, r, c), a in totals.items() if a]
 
 
-def first_seen(backend, pairs):
+def first_seen(backend, pairs, known=None):
     """Detect (signature, interval) pairs seen for the first time; return the metrics increments.
 
     ``pairs`` is an iterable of ``(signature, submitted time)``.  The markers of the batch
@@ -173,12 +173,18 @@ def first_seen(backend, pairs):
     Exceptions, which the next ``rollup`` corrects: a marker deleted by ``expire`` and then seen
     again is counted again, and a reprocessed crash that moves to a new signature counts it
     even if the old one then has no crash left in the interval.
+
+    ``known`` (a :class:`SeenMarkers`): markers this process already saw stored.  A marker is
+    never removed while its interval is live, so those need no read: a batch whose markers are
+    all known costs no call at all.
     """
     wanted = {}  # (row, column) -> the metrics row counting it
     for signature, submitted in pairs:
         rows = metrics_rows(submitted)
         for level, cell in first_seen_cells(signature, submitted).items():
             wanted[cell] = rows[level]
+    if known is not None:
+        wanted = {cell: row for cell, row in wanted.items() if cell not in known}
     if not wanted:
         return []
     rows = sorted({row for row, _column in wanted})
@@ -188,10 +194,38 @@ def first_seen(backend, pairs):
     for row, column in wanted:
         if column not in found.get(row, {}):
             missing.setdefault(row, {})[column] = FIRST_MARK
-    results = backend.append_many(SIGNATURES_SEEN, list(missing.items()))
+    results = backend.append_many(SIGNATURES_SEEN, list(missing.items())) if missing else []
+    if known is not None:
+        known.add_all(wanted)  # stored now: found, or appended by us or by a racing processor
     return [Increment(METRICS, wanted[(row, column)], counter_column(UNIQUE_SIGNATURES), 1)
             for (row, marks), result in zip(missing.items(), results)
             for column in marks if result.get(column) == FIRST_MARK]
+
+
+class SeenMarkers:
+    """The first-seen markers (``(interval row, column)``) this process knows are stored: the
+    latest ``capacity`` of them, so a processor counting a popular signature again in the same
+    hour reads nothing.  Thread-safe."""
+
+    def __init__(self, capacity=65536):
+        self.capacity = capacity
+        self._cells = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, cell):
+        with self._lock:
+            if cell in self._cells:
+                self._cells.move_to_end(cell)
+                return True
+            return False
+
+    def add_all(self, cells):
+        with self._lock:
+            for cell in cells:
+                self._cells[cell] = True
+                self._cells.move_to_end(cell)
+            while len(self._cells) > self.capacity:
+                self._cells.popitem(last=False)
 
 
 def active_installations_put(product, day, count):
@@ -315,6 +349,7 @@ class LiveCounters:
         self.buffer = CounterBuffer(backend, flush_ms) if flush_ms is not None else None
         self.failures = collections.Counter()
         self._failures_lock = threading.Lock()
+        self.seen_markers = SeenMarkers()
 
     def send(self, increments, detect=None):
         """Send ``increments`` plus those ``detect()`` returns, in one call."""

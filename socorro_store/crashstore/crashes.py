@@ -325,7 +325,7 @@ def _write_processed(backend, crashes, live_counters, known):
             backend.mutate_rows(table, mutations)
     if stale:
         backend.mutate_rows(K.SIGNATURE_OOID, stale)
-    live_counters.send(increments, lambda: counters.first_seen(backend, fresh))
+    live_counters.send(increments, lambda: counters.first_seen(backend, fresh, live_counters.seen_markers))
 
 
 def enqueue_priority(backend, crash_ids, now, live_counters):

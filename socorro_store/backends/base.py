@@ -136,6 +136,18 @@ class Backend(abc.ABC):
         cannot fit raises :class:`~socorro_store.errors.RequestTooLarge` before anything is sent.
         """
 
+    def mutate_tables(self, mutations_by_table):
+        """:meth:`mutate_rows` for each ``{table: [RowMutation]}`` item; returns when all are done.
+
+        The tables' writes are independent: backends overlap their round trips (this default
+        runs them one after another).  If one fails its error is raised, and the others may
+        have been applied (puts and deletes are idempotent, so a retry is safe); nothing the
+        caller writes after this call has been sent.
+        """
+        for table, mutations in mutations_by_table.items():
+            if mutations:
+                self.mutate_rows(table, mutations)
+
     def check_mutation_size(self, table, mutation):
         """Raise :class:`~socorro_store.errors.RequestTooLarge` if the one-row ``mutation``
         cannot be sent in a single request; a caller that writes other rows first (index

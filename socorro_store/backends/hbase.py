@@ -413,6 +413,11 @@ class HBaseBackend(Backend):
             self.mutate_rows(table, [base.RowMutation(row, dict(rest))])
         return applied
 
+    def mutate_tables(self, mutations_by_table):
+        """One ``mutateRows`` per table, overlapped (up to ``pool_size`` in flight)."""
+        items = [(table, mutations) for table, mutations in mutations_by_table.items() if mutations]
+        self._overlap(lambda item: self.mutate_rows(*item), items)
+
     def check_and_put_many(self, table, items):
         """The items' checkAndPut calls overlap, up to ``pool_size`` at a time (one RPC each)."""
         items = base.check_check_and_put_items(items)

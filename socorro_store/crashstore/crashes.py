@@ -213,9 +213,7 @@ def write_raw(backend, crashes, live_counters):
                                                 {K.hang_column(crash.process_type): ooid[K.COL_OOID]}))
             index[K.HANG_ID_SUBMITTED_TIME].append(
                 RowMutation(key, {**ooid, K.COL_HANG: crash.puts[K.COL_HANG]}))
-    for table, mutations in index.items():
-        if mutations:
-            backend.mutate_rows(table, mutations)
+    backend.mutate_tables(index)  # every pointer is stored before any crash row
     for chunk in _chunks([RowMutation(c.row, c.puts) for c in crashes]):
         backend.mutate_rows(K.CRASH_REPORTS, chunk)
     increments = []
@@ -320,11 +318,8 @@ def _write_processed(backend, crashes, live_counters, known):
     backend.mutate_rows(K.SIGNATURE_OOID, sig_puts)
     for chunk in _chunks(crash_rows):
         backend.mutate_rows(K.CRASH_REPORTS, chunk)
-    for table, mutations in queue_deletes.items():
-        if mutations:
-            backend.mutate_rows(table, mutations)
-    if stale:
-        backend.mutate_rows(K.SIGNATURE_OOID, stale)
+    # the queue pointers go once the processed crash row is stored
+    backend.mutate_tables({**queue_deletes, K.SIGNATURE_OOID: stale})
     live_counters.send(increments, lambda: counters.first_seen(backend, fresh, live_counters.seen_markers))
 
 

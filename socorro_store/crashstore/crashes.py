@@ -323,6 +323,19 @@ def _write_processed(backend, crashes, live_counters, known):
     live_counters.send(increments, lambda: counters.first_seen(backend, fresh, live_counters.seen_markers))
 
 
+def unique_crash_ids(crash_ids):
+    """A list of validated crash ids, duplicates dropped (one id may be given as a string)."""
+    if isinstance(crash_ids, str):
+        crash_ids = [crash_ids]
+    try:
+        crash_ids = list(dict.fromkeys(crash_ids))
+    except TypeError:  # not iterable, or unhashable items
+        raise InvalidArgument(f"crash ids must be a list of crash ids, not {type(crash_ids).__name__}") from None
+    for crash_id in crash_ids:
+        K.validate_crash_id(crash_id)
+    return crash_ids
+
+
 def enqueue_priority(backend, crash_ids, now, live_counters):
     """Queue crashes for (re)processing: pointer rows first, then ``flags:priority_processing``.
 
@@ -332,12 +345,7 @@ def enqueue_priority(backend, crash_ids, now, live_counters):
     dead-letter list, with a fresh claim history (its pending priority row is reset, else it gets
     a new one).
     """
-    try:
-        crash_ids = list(dict.fromkeys(crash_ids))
-    except TypeError:  # not iterable, or unhashable items
-        raise InvalidArgument(f"crash ids must be a list of crash ids, not {type(crash_ids).__name__}") from None
-    for crash_id in crash_ids:
-        K.validate_crash_id(crash_id)
+    crash_ids = unique_crash_ids(crash_ids)
     states = read_states(backend, crash_ids)
     dead = [cid for cid in crash_ids if states[cid]["dead_lettered"] is not None]
     revived = _requeue_dead(backend, dead, states) if dead else 0

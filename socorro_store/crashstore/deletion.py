@@ -18,26 +18,15 @@ request), so deleting one crash never scans an index.
 """
 
 from ..backends import RowMutation
-from ..errors import CrashIDNotFound, InvalidArgument
+from ..errors import CrashIDNotFound
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of
 from ..schema.queue_keys import dead_letter_key
+from .crashes import unique_crash_ids
 
 _COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_HANG, K.COL_SIGNATURE, K.COL_META]
 _TIME_INDEXES = (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG, K.LEGACY_SUBMITTED_TIME,
                  K.HANG_ID_SUBMITTED_TIME)
-
-
-def _validated(crash_ids):
-    if isinstance(crash_ids, str):
-        crash_ids = [crash_ids]
-    try:
-        crash_ids = list(dict.fromkeys(crash_ids))
-    except TypeError:
-        raise InvalidArgument(f"crash ids must be a list of crash ids, not {type(crash_ids).__name__}") from None
-    for crash_id in crash_ids:
-        K.validate_crash_id(crash_id)
-    return crash_ids
 
 
 def delete_crashes(backend, crash_ids, missing_ok=False):
@@ -47,7 +36,7 @@ def delete_crashes(backend, crash_ids, missing_ok=False):
     raises :class:`CrashIDNotFound` before anything is deleted, unless ``missing_ok`` (then it
     is skipped: deleting twice is not an error).
     """
-    crash_ids = _validated(crash_ids)
+    crash_ids = unique_crash_ids(crash_ids)
     if not crash_ids:
         return []
     rows = {K.crash_row_key(cid): cid for cid in crash_ids}

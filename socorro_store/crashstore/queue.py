@@ -384,16 +384,9 @@ def with_crash_rows(backend, items, crash_id_of, chunk=DEFAULT_PAGE_SIZE, column
     still being written (or whose write failed): such pointers are skipped, never claimed.
     ``accept(cells)``, given the crash row's ``columns``, can also reject a stale pointer.
     """
-    while True:
-        batch = list(itertools.islice(items, chunk))
-        if not batch:
-            return
-        keyed = [(_crash_row(crash_id_of(item)), item) for item in batch]
-        keyed = [(row, item) for row, item in keyed if row is not None]
-        found = backend.get_rows(CRASH_REPORTS, [row for row, _item in keyed], columns=list(columns))
-        for row, item in keyed:
-            if row in found and (accept is None or accept(found[row])):
-                yield item
+    for item, cells in _found_crash_rows(backend, items, crash_id_of, chunk, columns):
+        if cells is not None and (accept is None or accept(cells)):
+            yield item
 
 
 def _crash_row(crash_id):
@@ -406,6 +399,14 @@ def _crash_row(crash_id):
 
 def with_crash_cells(backend, items, crash_id_of, chunk=DEFAULT_PAGE_SIZE, columns=STATE_COLUMNS):
     """:func:`with_crash_rows` that also passes on each crash row's ``columns``: ``(item, cells)``."""
+    for item, cells in _found_crash_rows(backend, items, crash_id_of, chunk, columns):
+        if cells is not None and COL_SUBMITTED in cells:
+            yield item, cells
+
+
+def _found_crash_rows(backend, items, crash_id_of, chunk, columns):
+    """``(item, crash row cells or None)`` for each item whose crash id is valid; one multi-row
+    read per ``chunk`` items."""
     while True:
         batch = list(itertools.islice(items, chunk))
         if not batch:
@@ -414,6 +415,5 @@ def with_crash_cells(backend, items, crash_id_of, chunk=DEFAULT_PAGE_SIZE, colum
         keyed = [(row, item) for row, item in keyed if row is not None]
         found = backend.get_rows(CRASH_REPORTS, [row for row, _item in keyed], columns=list(columns))
         for row, item in keyed:
-            if COL_SUBMITTED in found.get(row, {}):
-                yield item, found[row]
+            yield item, found.get(row)
 

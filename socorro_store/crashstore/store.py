@@ -207,14 +207,7 @@ class CrashStore:
         A crash with a pending request is not queued again.  Written in a group with concurrent
         calls; :class:`CrashIDNotFound` (nothing queued) if any crash is unknown.
         """
-        if isinstance(crash_ids, str):
-            crash_ids = [crash_ids]
-        try:
-            crash_ids = list(dict.fromkeys(crash_ids))
-        except TypeError:  # not iterable, or unhashable items
-            raise InvalidArgument(f"crash ids must be a list of crash ids, not {type(crash_ids).__name__}") from None
-        for crash_id in crash_ids:
-            K.validate_crash_id(crash_id)
+        crash_ids = crashes.unique_crash_ids(crash_ids)
         if not crash_ids:
             return 0
         return self.priority_groups.submit(crash_ids, 64 * len(crash_ids))

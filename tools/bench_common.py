@@ -12,6 +12,8 @@ import threading
 import uuid
 from datetime import datetime, timezone
 
+from chaos_harness import proc_rss_kb  # noqa: F401 - re-exported for the benchmarks
+
 
 def isolated(url, workdir, tag):
     """A URL for ``tag`` that no other case shares: a sub-directory of ``workdir`` (embedded,
@@ -54,18 +56,6 @@ def peak_rss_mb():
     """
     peak_kb = proc_rss_kb(os.getpid(), "VmHWM")
     return round((peak_kb or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024, 1)
-
-
-def proc_rss_kb(pid, field="VmRSS"):
-    """``VmRSS`` (or ``VmHWM``, the peak) of a live process from /proc, in KiB; 0 if gone."""
-    try:
-        with open(f"/proc/{pid}/status") as handle:
-            for line in handle:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 class PhaseCalls:

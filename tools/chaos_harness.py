@@ -242,6 +242,18 @@ def kill(proc):
     proc.wait()
 
 
+def proc_rss_kb(pid, field="VmRSS"):
+    """``VmRSS`` (or ``VmHWM``, the peak) of a live process from /proc, in KiB; 0 if gone."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 # -- the gateway as a child process ----------------------------------------------------------
 
 class Gateway:
@@ -275,14 +287,7 @@ class Gateway:
 
     def rss_kb(self, field="VmRSS"):
         """Resident memory of the server (``VmHWM`` = its peak), in KiB; 0 once it is gone."""
-        try:
-            with open(f"/proc/{self.proc.pid}/status") as handle:
-                for line in handle:
-                    if line.startswith(field + ":"):
-                        return int(line.split()[1])
-        except OSError:
-            pass
-        return 0
+        return proc_rss_kb(self.proc.pid, field)
 
     def kill(self):
         kill(self.proc)

@@ -1,7 +1,6 @@
 """``socorro-store crash …`` (one crash) and ``crashes list`` (a time range of crashes)."""
 
 import json
-import os
 import sys
 from datetime import timedelta
 
@@ -92,14 +91,7 @@ def processed(ctx, crash_id, unredacted):
 def dumps(ctx, crash_id, directory, as_json):
     """Write each dump to DIR/<crash id>.<dump name>.dump; print the paths."""
     with open_existing_store(ctx) as store:
-        blobs = store.get_raw_dumps(crash_id)
-    os.makedirs(directory, exist_ok=True)
-    paths = {}
-    for name, blob in blobs.items():
-        path = os.path.join(directory, f"{crash_id}.{name}.dump")
-        with open(path, "wb") as handle:
-            handle.write(blob)
-        paths[name] = path
+        paths = store.get_raw_dumps_as_files(crash_id, directory, suffix=".dump")
     if as_json:
         echo_json(paths)
     else:

@@ -11,8 +11,8 @@ Write order (DESIGN.md "Consistency": the harmless side first):
 A pointer without its crash row is garbage that readers skip; a crash row without its queue
 pointer would be a lost crash, so the pointers always go first.  Every argument is validated, and
 every cell is built and size-checked, before the first write: bad input raises a typed error and
-writes nothing in any table.  One mutate per table touched, whatever the batch size (the crash row
-batch is split only beyond :data:`MAX_BATCH_BYTES`).
+writes nothing in any table.  One mutate per table touched, whatever the batch size (a backend
+splits a batch over its request limit; see ``Backend.mutate_rows``).
 """
 
 import json
@@ -46,7 +46,6 @@ DEFAULT_FORBIDDEN_KEYS = (
     "upload_file_minidump_flash2.json_dump.sensitive",
     "upload_file_minidump_browser.json_dump.sensitive",
 )
-MAX_BATCH_BYTES = 32 * 1024 * 1024
 
 
 @dataclass
@@ -179,20 +178,6 @@ def prepare_processed(processed_crash, max_cell_bytes=MAX_CELL_BYTES):
     return ProcessedCrash(crash_id, name, error, puts)
 
 
-def _chunks(mutations, limit=MAX_BATCH_BYTES):
-    """Split mutations into calls of at most ``limit`` payload bytes (one call if it fits)."""
-    chunk, size = [], 0
-    for mutation in mutations:
-        weight = sum(len(c) + len(v) for c, v in mutation.puts.items()) + len(mutation.row)
-        if chunk and size + weight > limit:
-            yield chunk
-            chunk, size = [], 0
-        chunk.append(mutation)
-        size += weight
-    if chunk:
-        yield chunk
-
-
 def write_raw(backend, crashes, live_counters):
     """Write prepared raw crashes: pointers, crash rows, hang-pair check, one increment call.
 
@@ -214,8 +199,7 @@ def write_raw(backend, crashes, live_counters):
             index[K.HANG_ID_SUBMITTED_TIME].append(
                 RowMutation(key, {**ooid, K.COL_HANG: crash.puts[K.COL_HANG]}))
     backend.mutate_tables(index)  # every pointer is stored before any crash row
-    for chunk in _chunks([RowMutation(c.row, c.puts) for c in crashes]):
-        backend.mutate_rows(K.CRASH_REPORTS, chunk)
+    backend.mutate_rows(K.CRASH_REPORTS, [crash.row_mutation() for crash in crashes])
     increments = []
     for crash in crashes:
         increments += counters.submit_increments(crash.submitted, crash.legacy, crash.process_type)
@@ -316,8 +300,7 @@ def _write_processed(backend, crashes, live_counters, known):
             queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash.crash_id), delete_row=True))
         crash_rows.append(mutation)
     backend.mutate_rows(K.SIGNATURE_OOID, sig_puts)
-    for chunk in _chunks(crash_rows):
-        backend.mutate_rows(K.CRASH_REPORTS, chunk)
+    backend.mutate_rows(K.CRASH_REPORTS, crash_rows)
     # the queue pointers go once the processed crash row is stored
     backend.mutate_tables({**queue_deletes, K.SIGNATURE_OOID: stale})
     live_counters.send(increments, lambda: counters.first_seen(backend, fresh, live_counters.seen_markers))
@@ -421,13 +404,14 @@ def get_raw_dump(backend, crash_id, name=None):
     return cells[column]
 
 
-def get_raw_dumps_as_files(backend, crash_id, directory):
-    """Write each dump to ``directory/<crash_id>.<name>.TEMPORARY.dump``; return ``{name: path}``."""
+def get_raw_dumps_as_files(backend, crash_id, directory, suffix=".TEMPORARY.dump"):
+    """Write each dump to ``directory/<crash_id>.<name><suffix>`` (Socorro's temporary files by
+    default); return ``{name: path}``."""
     dumps = get_raw_dumps(backend, crash_id)
     os.makedirs(directory, exist_ok=True)
     paths = {}
     for name, blob in dumps.items():
-        path = os.path.join(directory, f"{crash_id}.{name}.TEMPORARY.dump")
+        path = os.path.join(directory, f"{crash_id}.{name}{suffix}")
         with open(path, "wb") as handle:
             handle.write(blob)
         paths[name] = path

@@ -161,8 +161,8 @@ class CrashStore:
     def get_raw_dumps(self, crash_id):
         return crashes.get_raw_dumps(self.backend, crash_id)
 
-    def get_raw_dumps_as_files(self, crash_id, directory):
-        return crashes.get_raw_dumps_as_files(self.backend, crash_id, directory)
+    def get_raw_dumps_as_files(self, crash_id, directory, suffix=".TEMPORARY.dump"):
+        return crashes.get_raw_dumps_as_files(self.backend, crash_id, directory, suffix)
 
     def get_processed(self, crash_id):
         """The processed crash without the forbidden keys."""

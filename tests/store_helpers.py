@@ -37,3 +37,29 @@ def all_rows(backend):
         if rows:
             out[table] = rows
     return out
+
+
+def claim_history(backend, queue_row):
+    """The claim records of a queue row (read from the minute's claim row)."""
+    from socorro_store.crashstore.claims import decode_claims  # noqa: PLC0415 - helpers stay import-light
+    from socorro_store.schema import keys as K  # noqa: PLC0415
+    from socorro_store.schema.queue_keys import claim_cell  # noqa: PLC0415
+
+    row, column = claim_cell(queue_row)
+    return decode_claims(backend.get_row(K.UNPROCESSED_FLAG, row, columns=[column]).get(column))
+
+
+def queue_table_left(backend, prefix=None):
+    """The rows left in the unprocessed_flag table besides the claim rows, and whether every claim
+    history left there is done (processed crashes leave one ``done`` record each)."""
+    from socorro_store.crashstore.claims import decode_claims, lease_of  # noqa: PLC0415
+    from socorro_store.schema import keys as K  # noqa: PLC0415
+    from socorro_store.schema.queue_keys import CLAIMS_PREFIX  # noqa: PLC0415
+
+    rows, all_done = [], True
+    for row, cells in backend.scan(K.UNPROCESSED_FLAG, prefix=prefix):
+        if row.startswith(CLAIMS_PREFIX):
+            all_done = all_done and all(lease_of(decode_claims(v)).done for v in cells.values())
+        else:
+            rows.append(row)
+    return rows, all_done

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from socorro_store.errors import InvalidArgument, InvalidCrashID
 from socorro_store.schema import keys as K
+from socorro_store.schema import queue_keys as QK
 
 HEX = "0123456789abcdef"
 
@@ -191,10 +192,26 @@ def test_job_run_layouts_round_trip(job, started_ms, nonce):
         K.run_id_key(run_id + "x")
 
 
-@given(crash_ids())
-def test_claim_column_round_trip(crash_id):
-    assert K.parse_claim_column(K.claim_column(crash_id)) == crash_id
-    assert not K.CLAIMS_ROW[:1] in K.SALTS.encode() and K.CLAIMS_ROW > K.PRIORITY_PREFIX + b"\xff"
+@given(crash_ids(), moments, st.booleans())
+def test_claim_cell_round_trip(crash_id, moment, priority):
+    queue_row = K.priority_key(crash_id, moment) if priority else K.time_index_key(crash_id, moment)
+    row, column = QK.claim_cell(queue_row)
+    assert QK.parse_claim_column(column) == queue_row
+    prefix, minute = QK.parse_claim_row_key(row)
+    assert prefix == (K.PRIORITY_PREFIX if priority else b"")
+    assert minute == K.format_timestamp(moment)[:16]  # one claim row per minute of queue time
+    assert row[:1] not in K.SALTS.encode() and row > K.PRIORITY_PREFIX + b"\xff"  # no queue scan meets it
+    assert row < QK.DEAD_LETTER_PREFIX
+
+
+def test_claim_keys_refuse_other_keys():
+    for bad in (b"", b"x", b"~claims/2016", b"~dead/abc"):
+        with pytest.raises(InvalidArgument):
+            QK.parse_claim_row_key(bad)
+    with pytest.raises(InvalidArgument):
+        QK.parse_claim_column(b"processor_state:dead")
+    with pytest.raises(InvalidArgument):
+        QK.claim_row_key(b"0short")
 
 
 @given(signatures, moments)

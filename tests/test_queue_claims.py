@@ -1,5 +1,6 @@
 """Claims on the queue rows: bounded cost, owned yields, renewal, release, dead letters."""
 
+import collections
 import random
 import sqlite3
 import time
@@ -7,18 +8,19 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+from store_helpers import BASE_TIME, claim_history, crash_id, processed, queue_table_left, raw_crash
 
 from socorro_store import InvalidArgument, open_store
-from socorro_store.crashstore import queue
 from socorro_store.demo import synthetic_crashes
 from socorro_store.schema import keys as K
 from socorro_store.schema import queue_keys as QK
 
 
-def _lifecycle(store, seed, n, batch=200):
-    """Save ``n`` crashes, take them all and save them processed, ``batch`` at a time."""
+def _lifecycle(store, seed, n, batch=200, minutes=None):
+    """Save ``n`` crashes, take them all and save them processed, ``batch`` at a time (counting
+    the crashes submitted in each minute into ``minutes``)."""
     data = synthetic_crashes(n, date(2016, 9, 18), seed=seed, dump_kb=0, signatures=5)
+    _count_minutes(data, minutes)
     planned = {cid: sig for _r, _d, cid, sig in data}
     for i in range(0, n, batch):
         store.save_raw_crashes([(raw, dumps, cid) for raw, dumps, cid, _sig in data[i:i + batch]])
@@ -28,9 +30,15 @@ def _lifecycle(store, seed, n, batch=200):
                                       for c in taken])
 
 
-def _probe(store, seed):
+def _count_minutes(data, minutes):
+    if minutes is not None:
+        minutes.update(raw["submitted_timestamp"][:16] for raw, _d, _c, _s in data)
+
+
+def _probe(store, seed, minutes=None):
     """Calls spent by a take of 16 crashes (then processed)."""
     data = synthetic_crashes(16, date(2016, 9, 18), seed=seed, dump_kb=0, signatures=5)
+    _count_minutes(data, minutes)
     store.save_raw_crashes([(raw, dumps, cid) for raw, dumps, cid, _sig in data])
     before = sum(store.backend.calls.values())
     taken = list(store.new_crashes(limit=16, processor_id="probe"))
@@ -60,6 +68,10 @@ def _largest_rows(directory, table_prefix=None):
         for sql in ("SELECT row, COUNT(*) FROM cells GROUP BY row", "SELECT row, COUNT(*) FROM markers GROUP BY row"):
             for row, n in conn.execute(sql):
                 counts[row] = counts.get(row, 0) + n
+        if name == K.UNPROCESSED_FLAG:  # the claim rows on their own: one per minute of queue time
+            claims = [n for row, n in counts.items() if row.startswith(QK.CLAIMS_PREFIX)]
+            out[QK.CLAIMS_PREFIX] = max(claims, default=0)
+            counts = {row: n for row, n in counts.items() if not row.startswith(QK.CLAIMS_PREFIX)}
         out[name] = max(counts.values(), default=0)
         conn.close()
     catalog.close()
@@ -82,24 +94,29 @@ def probed_store(request, tmp_path):
 
 def test_claim_cost_and_row_sizes_do_not_grow_with_processed_crashes(probed_store):
     store, largest_rows = probed_store
-    _lifecycle(store, seed=1, n=600)  # every signature and counter column exists by now
-    calls_after_few = _probe(store, seed=2)
+    minutes = collections.Counter()
+    _lifecycle(store, seed=1, n=600, minutes=minutes)  # every signature and counter column exists by now
+    calls_after_few = _probe(store, seed=2, minutes=minutes)
     rows_after_few = largest_rows()
-    _lifecycle(store, seed=3, n=2000)
-    calls_after_many = _probe(store, seed=4)
+    _lifecycle(store, seed=3, n=2000, minutes=minutes)
+    calls_after_many = _probe(store, seed=4, minutes=minutes)
     rows_after_many = largest_rows()
     assert calls_after_many == calls_after_few
     # No row of any table (the queues, the queue counters row, metrics, ...) holds more cells or
     # markers after 2,600 processed crashes than after 600.
     # (The signature tables hold a row per signature and a column per signature and interval: each
-    # seed draws new signature names, so they grow with the names, by design, not with the crashes.)
+    # seed draws new signature names, so they grow with the names, by design, not with the crashes.
+    # A claim row holds the crashes submitted in its minute, like a minute's counter row: all
+    # these crashes fall on one day, so its minutes fill up, but never past the minute's crashes.)
     by_signature = {K.SIGNATURES, K.SIGNATURES_SEEN}
     grown = {t: (rows_after_few.get(t), n) for t, n in rows_after_many.items()
-             if n > rows_after_few.get(t, 0) and t not in by_signature}
+             if n > rows_after_few.get(t, 0) and t not in by_signature | {QK.CLAIMS_PREFIX}}
     assert grown == {}
+    # a history cell per crash of the minute, each with at most the family's 5 versions
+    assert 0 < rows_after_many[QK.CLAIMS_PREFIX] <= 5 * max(minutes.values())
     assert rows_after_many[K.QUEUE_ROW] == len(store.get_metrics("crash_report_queues"))  # 1 version each
     assert rows_after_many[K.UNPROCESSED_FLAG] <= 4 and rows_after_many[K.LEGACY_UNPROCESSED_FLAG] <= 2
-    assert list(store.backend.scan(K.UNPROCESSED_FLAG)) == []
+    assert queue_table_left(store.backend) == ([], True)
 
 
 def _save(store, cids):
@@ -187,7 +204,7 @@ def test_a_poison_crash_is_dead_lettered_after_its_attempts_and_requeued_by_prio
         store.save_processed(processed(poison))
         state = store.get_processing_state(poison)
         assert state["processed"] and state["queues"] == [] and not state["dead_lettered"]
-        assert list(store.backend.scan(K.UNPROCESSED_FLAG)) == []
+        assert queue_table_left(store.backend) == ([], True)
         assert K.crash_row_key(poison) and b"flags:dead_lettered" not in store.backend.get_row(
             K.CRASH_REPORTS, K.crash_row_key(poison))
 
@@ -220,7 +237,7 @@ def test_a_crash_with_a_priority_request_is_handed_out_by_the_priority_queue_onl
         assert list(store.new_crashes(queue="priority", processor_id="urgent")) == [cid]
         store.save_processed(processed(cid))
         assert store.queue_sizes()["standard"] == 0 and store.queue_sizes()["priority"] == 0
-        assert list(store.backend.scan(K.UNPROCESSED_FLAG)) == []
+        assert queue_table_left(store.backend) == ([], True)
 
 
 def test_the_claim_lives_on_the_standard_row_for_both_queues(embedded_url):
@@ -229,16 +246,17 @@ def test_the_claim_lives_on_the_standard_row_for_both_queues(embedded_url):
         [cid] = _ids(1)
         store.save_raw_crash(raw_crash(cid, legacy_processing=0), {}, cid)
         assert list(store.new_crashes(queue="legacy", processor_id="old")) == [cid]
-        row = store.backend.get_row(K.UNPROCESSED_FLAG, K.time_index_key(cid, BASE_TIME))
-        assert [c["processor"] for c in queue.decode_claims(row[QK.COL_CLAIM])] == ["old"]
+        history = claim_history(store.backend, K.time_index_key(cid, BASE_TIME))
+        assert [c["processor"] for c in history] == ["old"]
         assert store.backend.get_row(K.LEGACY_UNPROCESSED_FLAG, K.time_index_key(cid, BASE_TIME)) == {
             K.COL_OOID: cid.encode()}  # the legacy row stays a bare pointer
         store.save_processed(processed(cid))
         assert list(store.backend.scan(K.LEGACY_UNPROCESSED_FLAG)) == []
-        assert list(store.backend.scan(K.UNPROCESSED_FLAG)) == []
+        assert queue_table_left(store.backend) == ([], True)
 
 
-def test_one_crash_at_a_time_takes_three_calls_and_saves_without_reading_its_row(embedded_url):
+def test_one_crash_at_a_time_takes_four_calls(embedded_url):
+    """Scan, claims, crash row, Append: the same four calls as a group of any size."""
     with open_store(embedded_url) as store:
         store.create_tables()
         [cid] = _ids(1)
@@ -246,7 +264,7 @@ def test_one_crash_at_a_time_takes_three_calls_and_saves_without_reading_its_row
         before = dict(store.backend.calls)
         assert list(store.new_crashes(limit=1, processor_id="one")) == [cid]
         spent = {k: n - before.get(k, 0) for k, n in store.backend.calls.items() if n != before.get(k, 0)}
-        assert spent == {"scan": 1, "get_rows": 1, "append_many": 1}
+        assert spent == {"scan": 1, "get_rows": 2, "append_many": 1}
 
 
 def test_take_validates_max_attempts(embedded_url):
@@ -269,7 +287,7 @@ def test_threads_of_one_store_claim_each_crash_once(embedded_url):
 
         def counting(table, items):
             if table == K.UNPROCESSED_FLAG:
-                appended.extend(row for row, _cells in items)
+                appended.extend(column for _row, cells in items for column in cells)  # claim cells
             return real(table, items)
 
         store.backend.append_many = counting
@@ -293,3 +311,4 @@ def test_threads_of_one_store_claim_each_crash_once(embedded_url):
             thread.join()
         assert sorted(processed_by) == sorted(ids) and all(len(v) == 1 for v in processed_by.values())
         assert len(appended) == len(ids)  # no claim lost to a sibling thread
+        assert len(set(appended)) == len(ids)

@@ -1,10 +1,12 @@
 """Claim histories: who owns a queued crash, until when, and after how many failed attempts.
 
-A claim row (:mod:`socorro_store.schema.queue_keys`) holds one cell, the crash's claim history: a
-sequence of msgpack records appended with HBase's Append (atomic on the row), oldest first::
+A queue row's claim cell (:func:`socorro_store.schema.queue_keys.claim_cell`) is the crash's claim
+history: a sequence of msgpack records appended with HBase's Append (atomic on the row), oldest
+first::
 
     {"processor": str, "claimed": ms, "expires": ms, "token": str}             a claim or a renewal
     {"processor": str, "claimed": ms, "expires": ms, "token": str, "released": True}   a release
+    {"claimed": ms, "expires": ms, "done": True}             the crash was processed (a Put)
 
 ``token`` names one taker (one ``new_crashes()`` iterator).  Every reader of a history finds the
 same lease by walking it (:func:`lease_of`):
@@ -16,9 +18,12 @@ same lease by walking it (:func:`lease_of`):
 * each takeover of a lease that ended without a release is one failed attempt: the processor died,
   hung, or never saved.  After ``max_attempts`` of them the crash is dead-lettered.
 
+* a ``done`` record, which saving the crash writes over the history, ends it: nobody owns the
+  crash again from that row (a scan that predates the save finds it done, not free).
+
 A history grows by one record per claim, renewal, release and lost race, all bounded by the
-crash's own processing, never by how many other crashes were processed: the row goes when the
-crash is processed.
+crash's own processing, never by how many other crashes were processed; saving the crash
+replaces it with one ``done`` record.
 """
 
 import collections
@@ -40,6 +45,11 @@ def encode_claim(processor_id, claimed_ms, expires_ms, token=None, released=Fals
     if released:
         record["released"] = True
     return msgpack.packb(record)
+
+
+def encode_done(at_ms):
+    """The record that ends a history: the crash is processed."""
+    return msgpack.packb({"claimed": at_ms, "expires": at_ms, "done": True})
 
 
 def decode_claims(raw):
@@ -65,6 +75,7 @@ class Lease:
     expires: int = 0
     released: bool = False
     attempts: int = 0
+    done: bool = False  # processed: nobody owns it again
 
     def token(self, claims):
         return claims[self.owner].get("token") if self.owner is not None else None
@@ -77,6 +88,8 @@ def lease_of(claims):
     """Walk a history (see the module docstring); every reader finds the same :class:`Lease`."""
     owner, expires, released, attempts = None, 0, False, 0
     for i, record in enumerate(claims):
+        if record.get("done"):
+            return Lease(None, attempts=attempts, done=True)
         token = record.get("token")
         if owner is not None and token is not None and token == claims[owner].get("token") \
                 and record["claimed"] < expires:

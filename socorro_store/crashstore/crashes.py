@@ -27,13 +27,14 @@ from ..checks import is_int
 from ..errors import CrashIDNotFound, InvalidArgument
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of
-from ..schema.queue_keys import COL_CLAIM, COL_DEAD, COL_DEAD_LETTER, dead_letter_key
+from ..schema.queue_keys import COL_DEAD, COL_DEAD_LETTER, claim_cell, dead_letter_key
 from ..schema.stored import parse_stored_time_index_key, stored_time, time_index_key_forms
 from . import counters
+from .claims import encode_done, now_ms
 from .queue import (
-    decode_claims,
     lease_of,
     merged_scan,
+    read_claims,
     read_dead_letter_cells,
     with_crash_rows,
 )
@@ -258,7 +259,7 @@ def _write_processed(backend, crashes, live_counters, known):
         states.update(read_states(backend, unknown))
     sig_puts, crash_rows, stale = [], [], []
     queue_deletes = {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: []}
-    increments, fresh = [], []
+    increments, fresh, claims_done = [], [], []
     for crash in crashes:
         state = states[crash.crash_id]
         submitted = state["submitted"]
@@ -268,9 +269,10 @@ def _write_processed(backend, crashes, live_counters, known):
         legacy = state["legacy"] == 0
         # Delete the queue pointers every time, not only on first processing: deletes are
         # idempotent, and a retry after a save that wrote the crash row but failed before these
-        # deletes must not leave the crash queued forever.  The claims go with the rows.
+        # deletes must not leave the crash queued forever.  Their claim histories end (done).
         for form in time_index_key_forms(crash.crash_id, submitted):  # Socorro's 19-char keys too
             queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
+            claims_done.append(form)
             if legacy:
                 queue_deletes[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
         if not state["processed"]:
@@ -290,6 +292,7 @@ def _write_processed(backend, crashes, live_counters, known):
             requested = K.parse_key_timestamp(state["priority"])
             queue_deletes[K.UNPROCESSED_FLAG].append(
                 RowMutation(K.priority_key(crash.crash_id, requested), delete_row=True))
+            claims_done.append(K.priority_key(crash.crash_id, requested))
             mutation.deletes.append(K.COL_PRIORITY)
             increments += counters.queue_increments(deletes_unprocessed_priority=1,
                                                     inserts_processed_priority=1)
@@ -299,11 +302,22 @@ def _write_processed(backend, crashes, live_counters, known):
             mutation.deletes.append(COL_DEAD_LETTERED)
             queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash.crash_id), delete_row=True))
         crash_rows.append(mutation)
+    queue_deletes[K.UNPROCESSED_FLAG] += claims_done_mutations(claims_done)
     backend.mutate_rows(K.SIGNATURE_OOID, sig_puts)
     backend.mutate_rows(K.CRASH_REPORTS, crash_rows)
     # the queue pointers go once the processed crash row is stored
     backend.mutate_tables({**queue_deletes, K.SIGNATURE_OOID: stale})
     live_counters.send(increments, lambda: counters.first_seen(backend, fresh, live_counters.seen_markers))
+
+
+def claims_done_mutations(queue_rows):
+    """Puts that end the claim histories of ``queue_rows`` (one mutation per claim row)."""
+    done = encode_done(now_ms())
+    by_claim_row = {}
+    for row in queue_rows:
+        claim_row, column = claim_cell(row)
+        by_claim_row.setdefault(claim_row, {})[column] = done
+    return [RowMutation(claim_row, puts) for claim_row, puts in by_claim_row.items()]
 
 
 def unique_crash_ids(crash_ids):
@@ -364,7 +378,9 @@ def _requeue_dead(backend, crash_ids, states):
         mutations.append(RowMutation(dead_letter_key(cid), delete_row=True))
         if states[cid]["priority"]:
             requested = K.parse_key_timestamp(states[cid]["priority"])
-            mutations.append(RowMutation(K.priority_key(cid, requested), deletes=[COL_CLAIM, COL_DEAD]))
+            row = K.priority_key(cid, requested)
+            claim_row, column = claim_cell(row)
+            mutations += [RowMutation(row, deletes=[COL_DEAD]), RowMutation(claim_row, deletes=[column])]
             in_place += 1
     backend.mutate_rows(K.UNPROCESSED_FLAG, mutations)
     backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cid), deletes=[COL_DEAD_LETTERED])
@@ -466,8 +482,8 @@ def get_processing_state(backend, crash_id):
     claim_rows = list(forms)
     if state["priority"]:
         claim_rows.insert(0, K.priority_key(crash_id, K.parse_key_timestamp(state["priority"])))
-    rows = backend.get_rows(K.UNPROCESSED_FLAG, claim_rows + [dead_letter_key(crash_id)],
-                            columns=[K.COL_OOID, COL_CLAIM, COL_DEAD, COL_DEAD_LETTER])
+    histories, rows = read_claims(backend, claim_rows, queue_cells=True,
+                                  other_rows=[dead_letter_key(crash_id)], other_columns=[COL_DEAD_LETTER])
     queues = []
     if any(rows.get(form, {}).get(K.COL_OOID) for form in forms):
         queues.append("standard")
@@ -477,7 +493,7 @@ def get_processing_state(backend, crash_id):
         queues.append("legacy")
     claim, attempts = None, 0
     for row in claim_rows:  # the priority row's claim first: that queue hands the crash out
-        history = decode_claims(rows.get(row, {}).get(COL_CLAIM))
+        history = histories[row]
         lease = lease_of(history)
         if lease.owner is not None:
             claim = {**history[lease.owner], "expires": lease.expires}

@@ -6,7 +6,8 @@ What goes, for each crash (layouts in :mod:`socorro_store.schema.keys`):
 * its rows in the salted time indexes (submitted_time, unprocessed_flag, legacy_unprocessed_flag,
   legacy_submitted_time, hang_id_submitted_time), its pending priority request, its
   signature_ooid pointer, and its side of the hang-id row;
-* its claim (a cell of its queue rows, which go) and its dead-letter record, if any.
+* its claim histories (cells named after its queue rows in the minute's claim row) and its
+  dead-letter record, if any.
 
 What stays: the counters (``metrics``, ``crash_report_signatures``) and first-seen markers.  They
 are aggregates that name no crash, and a rollup would otherwise recount the day without it.
@@ -21,7 +22,7 @@ from ..backends import RowMutation
 from ..errors import CrashIDNotFound
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of
-from ..schema.queue_keys import dead_letter_key
+from ..schema.queue_keys import claim_cell, dead_letter_key
 from .crashes import unique_crash_ids
 
 _COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_HANG, K.COL_SIGNATURE, K.COL_META]
@@ -59,9 +60,14 @@ def delete_crashes(backend, crash_ids, missing_ok=False):
         for table in _TIME_INDEXES:
             deletes[table].append(RowMutation(key, delete_row=True))
         deletes[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash_id), delete_row=True))
+        queue_rows = [key]
         if cells.get(K.COL_PRIORITY):
             requested = K.parse_key_timestamp(cells[K.COL_PRIORITY])
-            deletes[K.UNPROCESSED_FLAG].append(RowMutation(K.priority_key(crash_id, requested), delete_row=True))
+            queue_rows.append(K.priority_key(crash_id, requested))
+            deletes[K.UNPROCESSED_FLAG].append(RowMutation(queue_rows[-1], delete_row=True))
+        for queue_row in queue_rows:
+            claim_row, column = claim_cell(queue_row)
+            deletes[K.UNPROCESSED_FLAG].append(RowMutation(claim_row, deletes=[column]))
         if K.COL_SIGNATURE in cells:
             signature = cells[K.COL_SIGNATURE].decode("utf-8", "surrogatepass")
             deletes[K.SIGNATURE_OOID].append(

@@ -18,10 +18,9 @@ from datetime import datetime, timezone
 from ..checks import is_int
 from ..errors import InvalidArgument
 from ..schema import keys as K
-from ..schema.queue_keys import COL_CLAIM
 from . import counters, crashes, queue
-from .claims import decode_claims, lease_of
-from .queue import QUEUES, queue_rows, with_crash_rows
+from .claims import lease_of
+from .queue import QUEUES, queue_rows, read_claims, with_crash_rows
 
 _LIST_COLUMNS = (K.COL_OOID, K.COL_PROCESSED, K.COL_SIGNATURE, K.COL_PRIORITY)
 
@@ -134,13 +133,10 @@ def queue_status(backend, now=None, page_size=1000):
 
 
 def _leased(backend, queue_keys, now_ms):
-    """How many of these queue rows' crashes are under a live lease.  A claim is a cell of the
-    unprocessed_flag row with the same key (a legacy crash is claimed on its standard row)."""
-    if not queue_keys:
-        return 0
-    rows = backend.get_rows(K.UNPROCESSED_FLAG, queue_keys, columns=[COL_CLAIM])
-    leases = (lease_of(decode_claims(cells.get(COL_CLAIM))) for cells in rows.values())
-    return sum(1 for lease in leases if lease.live(now_ms))
+    """How many of these queue rows' crashes are under a live lease.  A claim is the history of
+    the unprocessed_flag row with the same key (a legacy crash is claimed on its standard row)."""
+    histories, _cells = read_claims(backend, queue_keys)
+    return sum(1 for history in histories.values() if lease_of(history).live(now_ms))
 
 
 def crash_exists(backend, crash_id):

@@ -16,28 +16,28 @@ so it is first read with one scan over all buckets and sorted in memory: one sca
 sixteen (3 round trips instead of 48 on HBase's Thrift1).  A longer queue is read by merging the
 16 paged bucket scans with :func:`heapq.merge`.
 
-Claims live on the queue rows (:mod:`socorro_store.schema.queue_keys`): a crash's claim row is its
-standard queue row, whether it was taken from the standard or the legacy queue (so a crash in both
-is processed once), or its priority row.  Its ``processor_state:claim`` cell is the crash's claim
-history (:mod:`.claims`).  So a claim costs what its own crash costs, never what other crashes
-left behind: the row, claim included, is deleted in the call that dequeues the processed crash,
-and no row collects the claims of many crashes.  A crash with a pending priority request is left
-to the priority queue (processing it there dequeues it everywhere).
+Claims are kept beside the queue rows (:mod:`socorro_store.schema.queue_keys`): a crash's claim
+history is a cell named after its claim's queue row (its standard queue row, whether it was taken
+from the standard or the legacy queue, so a crash in both is processed once; or its priority row)
+in a claim row shared by the queue rows of one minute.  A claim costs what its own group costs,
+never what other crashes left behind: an Append reads only its own cells, and a claim row holds
+one minute of crashes.  Saving a crash deletes its queue rows and ends its history with a
+``done`` record in the same call.  A crash with a pending priority request is left to the
+priority queue (processing it there dequeues it everywhere).
 
 Taking a group of crashes costs, whatever the group's size:
 
-1. the scan, which reads the claim cells with the pointers, so crashes under a live lease or
-   dead-lettered are skipped unread (the legacy queue, whose claims are on the standard rows,
-   reads them in one more call);
-2. one read of the group's crash rows: a pointer is written before its crash row, so a pointer
+1. the scan of the queue rows (``ids:ooid``, and the dead-letter mark, so dead-lettered crashes
+   are skipped);
+2. one read of the group's claim cells: crashes under a live lease are skipped (the legacy
+   queue, whose claims are on the standard rows, reads those rows in the same call);
+3. one read of the group's crash rows: a pointer is written before its crash row, so a pointer
    without one is a save in flight and is skipped; the state read here (submitted time, legacy,
    priority request, signature) is kept for the save, which then reads nothing;
-3. one ``append_many``: a claim record appended to each claim row, plus an empty append to
-   ``ids:ooid`` whose answer says whether the row still exists (a crash processed since the scan
-   has lost its row: the append re-created a husk, which is deleted, and the crash is dropped).
-   An append is atomic on its row, so every racer reads a history with its claim placed, and
-   exactly one finds it owns.  One call on the embedded engine; on HBase's Thrift1, which has no
-   batched Append, one overlapped RPC per crash.
+4. one ``append_many``: a claim record appended to each crash's history, one Append per claim
+   row (the group's crashes sit side by side in the queue, so one or two).  An Append is atomic
+   on its row, so every racer reads a history with its claim placed, and exactly one finds it
+   owns; a history that is done belongs to a crash processed since the scan, which is dropped.
 
 A taker holds its claims until it yields them; before yielding, if less than half the lease is
 left, it renews every claim it still holds (yielded but unsaved ones too) in one ``append_many``,
@@ -74,10 +74,10 @@ from ..schema.keys import (
     time_index_range,
 )
 from ..schema.queue_keys import (
-    COL_CLAIM,
     COL_DEAD,
     COL_DEAD_LETTER,
     DEAD_LETTER_PREFIX,
+    claim_cell,
     dead_letter_key,
     parse_dead_letter_key,
 )
@@ -103,7 +103,7 @@ DEFAULT_LEASE_SECONDS = 300
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_PAGE_SIZE = 256
 CLAIM_GROUP = 16  # claims per call when the caller gave no limit
-_SCAN_COLUMNS = [COL_OOID, COL_CLAIM, COL_DEAD]
+_SCAN_COLUMNS = [COL_OOID, COL_DEAD]
 
 
 def queue_table(queue):
@@ -230,15 +230,13 @@ class Taker:
                     pass  # their leases run out instead
 
     def candidates(self, table, prefix, page_size):
-        """``(claim row, crash id, state)`` of the queue's crashes that look free, in order."""
+        """``(queue row, crash id, state)`` of the queue's crashes that look free, in order."""
         rows = queue_rows(self.backend, table, prefix, columns=_SCAN_COLUMNS, page_size=page_size)
-        at = now_ms()
-        free = ((row, cells[COL_OOID]) for row, cells in rows
-                if cells.get(COL_OOID) and _free(cells, at))  # no ooid: half-deleted, repair's job
-        for batch in _batches(with_crash_cells(self.backend, free, lambda item: item[1], page_size), page_size):
-            if self.queue == "legacy":
-                batch = self.legacy_claim_rows(batch)
-            for (row, raw_id), cells in batch:
+        pointers = ((row, cells[COL_OOID]) for row, cells in rows
+                    if cells.get(COL_OOID) and not cells.get(COL_DEAD))  # no ooid: half-deleted, repair's job
+        for batch in _batches(pointers, page_size):
+            free = self.unclaimed(batch)
+            for (row, raw_id), cells in with_crash_cells(self.backend, iter(free), lambda item: item[1], page_size):
                 crash_id = raw_id.decode("ascii")
                 state = crash_state(cells, crash_id)
                 if self.queue == "priority":
@@ -248,15 +246,33 @@ class Taker:
                     continue  # requested again: the priority queue hands it out (and dequeues it here)
                 yield row, crash_id, state
 
-    def legacy_claim_rows(self, batch):
-        """A legacy crash is claimed on its standard row (same key): keep those free there."""
-        rows = self.backend.get_rows(UNPROCESSED_FLAG, [row for (row, _id), _cells in batch], columns=_SCAN_COLUMNS)
+    def unclaimed(self, batch):
+        """The ``(queue row, crash id)`` of ``batch`` whose claims show no live lease, in one read.
+
+        A legacy crash is claimed on its standard row (same key), which must still be queued and
+        not dead-lettered: it is read in the same call.  A row whose history is done is a
+        processed crash's leftover (a scan older than the save, or a save whose row delete
+        failed): it is deleted.
+        """
         at = now_ms()
-        return [item for item in batch
-                if rows.get(item[0][0], {}).get(COL_OOID) and _free(rows[item[0][0]], at)]
+        legacy = self.queue == "legacy"
+        histories, found = read_claims(self.backend, [row for row, _id in batch], queue_cells=legacy)
+        free, leftovers = [], []
+        for row, raw_id in batch:
+            standard = found.get(row, {})
+            if legacy and (not standard.get(COL_OOID) or standard.get(COL_DEAD)):
+                continue
+            lease = lease_of(histories[row])
+            if lease.done:
+                leftovers.append(RowMutation(row, delete_row=True))
+            elif not lease.live(at):
+                free.append((row, raw_id))
+        if leftovers:
+            self.backend.mutate_rows(UNPROCESSED_FLAG, leftovers)
+        return free
 
     def claim(self, group):
-        """Claim ``[(claim row, crash id, state)]``; the :class:`Held` claims won, in order."""
+        """Claim ``[(queue row, crash id, state)]``; the :class:`Held` claims won, in order."""
         at = now_ms()
         mine = set(self.held.reserve(self.token, {crash_id: row for row, crash_id, _state in group},
                                      at + self.lease_ms))
@@ -267,16 +283,14 @@ class Taker:
         if not ids:
             return []
         record = encode_claim(self.processor_id, at, at + self.lease_ms, self.token)
-        rows = list(ids)
-        results = self.backend.append_many(UNPROCESSED_FLAG, [(row, {COL_CLAIM: record, COL_OOID: b""}) for row in rows])
+        histories = append_claims(self.backend, {row: record for row in ids})
         won, dead, cleanup = [], [], []
-        for row, result in zip(rows, results):
+        for row, history in histories.items():
             crash_id, state = ids[row]
-            if not result.get(COL_OOID):
+            lease = lease_of(history)
+            if lease.done:
                 cleanup.append(RowMutation(row, delete_row=True))  # processed since the scan
                 continue
-            history = decode_claims(result.get(COL_CLAIM))
-            lease = lease_of(history)
             if lease.token(history) != self.token:
                 continue
             if lease.attempts >= self.max_attempts:
@@ -289,18 +303,17 @@ class Taker:
         return won
 
     def renew(self, claims):
-        """Extend the leases of ``claims`` in one call; return those still owned."""
+        """Extend the leases of ``claims`` in one append per claim row; return those still owned."""
         if not claims:
             return []
         at = now_ms()
         record = encode_claim(self.processor_id, at, at + self.lease_ms, self.token)
-        results = self.backend.append_many(
-            UNPROCESSED_FLAG, [(h.claim_row, {COL_CLAIM: record, COL_OOID: b""}) for h in claims])
+        histories = append_claims(self.backend, {h.claim_row: record for h in claims})
         kept, lost, cleanup = [], [], []
-        for claim, result in zip(claims, results):
-            history = decode_claims(result.get(COL_CLAIM))
+        for claim in claims:
+            history = histories[claim.claim_row]
             lease = lease_of(history)
-            if not result.get(COL_OOID):
+            if lease.done:
                 cleanup.append(RowMutation(claim.claim_row, delete_row=True))
                 lost.append(claim.crash_id)
             elif lease.token(history) == self.token and lease.attempts < self.max_attempts:
@@ -314,9 +327,35 @@ class Taker:
         return kept
 
 
-def _free(cells, at_ms):
-    """Whether a claim row's cells show no live lease and no dead letter."""
-    return not cells.get(COL_DEAD) and not lease_of(decode_claims(cells.get(COL_CLAIM))).live(at_ms)
+def read_claims(backend, rows, queue_cells=False, other_rows=(), other_columns=()):
+    """``({queue row: claim history}, cells)`` of queue rows ``rows``, in one read of their claim
+    rows.  ``queue_cells``: the rows' own ``ids:ooid`` and dead-letter cells are read in the same
+    call, and so are ``other_columns`` of ``other_rows`` (of the same table); ``cells`` maps each
+    row read to its cells."""
+    if not rows and not other_rows:
+        return {}, {}
+    cells_of = {row: claim_cell(row) for row in rows}
+    wanted = {claim_row for claim_row, _column in cells_of.values()} | set(other_rows)
+    columns = {column for _claim_row, column in cells_of.values()} | set(other_columns)
+    if queue_cells:
+        wanted.update(rows)
+        columns.update((COL_OOID, COL_DEAD))
+    found = backend.get_rows(UNPROCESSED_FLAG, sorted(wanted), columns=sorted(columns))
+    return ({row: decode_claims(found.get(claim_row, {}).get(column)) for row, (claim_row, column) in cells_of.items()},
+            found)
+
+
+def append_claims(backend, records):
+    """Append ``{queue row: record}`` to the rows' claim histories: one atomic Append per claim
+    row, so a group taken from the head of a queue costs one or two.  Returns ``{queue row:
+    history}`` as the Appends left them, in ``records``' order."""
+    cells_of = {row: claim_cell(row) for row in records}
+    by_claim_row = {}
+    for row, record in records.items():
+        claim_row, column = cells_of[row]
+        by_claim_row.setdefault(claim_row, {})[column] = record
+    results = dict(zip(by_claim_row, backend.append_many(UNPROCESSED_FLAG, list(by_claim_row.items()))))
+    return {row: decode_claims(results[claim_row].get(column)) for row, (claim_row, column) in cells_of.items()}
 
 
 def _batches(items, size):
@@ -332,8 +371,8 @@ def release(backend, claims):
     if not claims:
         return 0
     at = now_ms()
-    backend.append_many(UNPROCESSED_FLAG, [
-        (h.claim_row, {COL_CLAIM: encode_claim(h.processor_id, at, at, h.token, released=True)}) for h in claims])
+    append_claims(backend, {h.claim_row: encode_claim(h.processor_id, at, at, h.token, released=True)
+                            for h in claims})
     return len(claims)
 
 

@@ -53,8 +53,8 @@ Columns (``family:qualifier``)::
                     (ProcessType), flags:processing_error (b"1" / b"0"); rows written by Socorro
                     hold other forms, read by :mod:`socorro_store.schema.stored`
     time indexes    ids:ooid (the crash id)
-    queue rows      processor_state:claim / :dead, and ``~dead/<crash id>`` rows: the claims and
-                    dead letters, laid out in :mod:`socorro_store.schema.queue_keys`
+    queue rows      processor_state:dead; ``~claims/<minute>`` rows (the claim histories) and
+                    ``~dead/<crash id>`` rows, laid out in :mod:`socorro_store.schema.queue_keys`
     hang_id         ids:ooid:<ProcessType> -> crash id; ids:paired (marker, pair counted once)
     hang_id_submitted_time   ids:ooid, ids:hang
     signature_ooid  ids:ooid
@@ -227,25 +227,6 @@ def time_index_order(key, prefix=b""):
 def time_index_stamp(key):
     """The fixed-width timestamp bytes of a time index key (as ``timestamps:submitted`` holds)."""
     return key[1:1 + TIMESTAMP_LEN]
-
-
-#: The former claims row (one ``processor_state:<crash id>`` column per claimed crash): no longer
-#: written, since claims moved onto the queue rows (:mod:`.queue_keys`).  A store upgraded in place
-#: may still hold one: ``~`` sorts after every salt and ``priority/``, so no queue scan meets it.
-CLAIMS_ROW = b"~claims"
-
-
-def claim_column(crash_id):
-    """``processor_state:<crash id>``: a crash's claim cell in :data:`CLAIMS_ROW`."""
-    return FAMILY_PROCESSOR_STATE + b":" + validate_crash_id(crash_id).encode("ascii")
-
-
-def parse_claim_column(column):
-    """Inverse of :func:`claim_column`: the crash id."""
-    family, sep, qualifier = column.partition(b":") if isinstance(column, bytes) else (None, None, None)
-    if family != FAMILY_PROCESSOR_STATE or not sep:
-        raise InvalidArgument(f"not a claim column: {column!r}")
-    return validate_crash_id(qualifier.decode("ascii", "replace"))
 
 
 def priority_key(crash_id, requested):

@@ -312,3 +312,30 @@ def test_threads_of_one_store_claim_each_crash_once(embedded_url):
         assert sorted(processed_by) == sorted(ids) and all(len(v) == 1 for v in processed_by.values())
         assert len(appended) == len(ids)  # no claim lost to a sibling thread
         assert len(set(appended)) == len(ids)
+
+
+def test_expire_deletes_old_done_histories_and_keeps_queued_ones(embedded_url):
+    from socorro_store.jobs import expiry
+    from socorro_store.schema.stored import time_index_key_forms
+
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        ids = _ids(3)
+        _save(store, ids)  # one minute: one claim row
+        taken = list(store.new_crashes(limit=3, processor_id="p"))
+        store.save_processed_crashes([processed(c) for c in taken[:2]])
+        claim_row = QK.claim_row_key(K.time_index_key(ids[0], BASE_TIME))
+        recent = expiry.expire(store.backend, now=BASE_TIME + timedelta(days=1))
+        assert recent["claim_histories"] == 0  # within the 2 days kept
+        report = expiry.expire(store.backend, now=BASE_TIME + timedelta(days=3))
+        # (a save ends the history of each key form a pointer of the crash may have: Socorro's
+        # 19-character stamps too when the microsecond is 0, as here)
+        assert report["claim_histories"] == 2 * len(time_index_key_forms(ids[0], BASE_TIME))
+        [(_row, cells)] = store.backend.scan(K.UNPROCESSED_FLAG, prefix=QK.CLAIMS_PREFIX)
+        assert list(cells) == [QK.claim_column(K.time_index_key(taken[2], BASE_TIME + timedelta(seconds=2)))]
+        assert store.get_processing_state(taken[2])["claim"]["processor"] == "p"  # the queued crash keeps its lease
+        store.save_processed(processed(taken[2]))
+        assert expiry.expire(store.backend, now=BASE_TIME + timedelta(days=3))["claim_histories"] == len(
+            time_index_key_forms(ids[0], BASE_TIME))
+        assert store.backend.get_row(K.UNPROCESSED_FLAG, claim_row) == {}
+        assert queue_table_left(store.backend) == ([], True)

@@ -46,7 +46,7 @@ import tempfile
 import threading
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from bench_common import PhaseCalls, RoleCalls, isolated, peak_rss_mb, percentile, processed_for, with_pool_size
 from socorro_2013 import SharedPass, Socorro2013, crash_row_puts, processed_puts
@@ -57,6 +57,7 @@ from socorro_store.demo import synthetic_crashes
 from socorro_store.schema import keys as K
 
 DAY = datetime(2016, 9, 18, tzinfo=timezone.utc).date()
+SECONDS_PER_CRASH = 86400 / 3_000_000
 ALL_MODES = ("p", "pb", "a1", "b", "a2", "c1", "c2")
 RATIOS = [("p", "pb"), ("a1", "b"), ("a2", "b"), ("a2", "c2"), ("a2", "c1"), ("a1", "c1"), ("p", "c1")]
 
@@ -261,10 +262,14 @@ THREADED = {"p": mode_p, "pb": mode_pb}
 
 
 def bench_data(n, dump_kb, seed):
-    """Synthetic crashes (``socorro_store.demo``), every one accepted for processing."""
+    """Synthetic crashes (``socorro_store.demo``), every one accepted for processing, submitted at
+    production's rate: a collector stamps each crash as its upload arrives, 3 M a day
+    (``reference/crash-data.md``), so successive crashes are ~29 ms apart, from noon on."""
     data = synthetic_crashes(n, DAY, seed=seed, dump_kb=dump_kb)
-    for raw, _dumps, _cid, _sig in data:
+    noon = datetime(DAY.year, DAY.month, DAY.day, 12, tzinfo=timezone.utc)
+    for i, (raw, _dumps, _cid, _sig) in enumerate(data):
         raw["legacy_processing"] = 0
+        raw["submitted_timestamp"] = (noon + timedelta(seconds=i * SECONDS_PER_CRASH)).isoformat()
     return data
 
 

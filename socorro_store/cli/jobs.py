@@ -83,13 +83,16 @@ def rollup_command(ctx, until, grace, since, as_json):
 @click.option("--signature-days", default=30, show_default=True)
 @click.option("--signature-months", default=2, show_default=True)
 @click.option("--signature-years", default=2, show_default=True)
+@click.option("--claim-days", default=2, show_default=True,
+              help="processed crashes' claim histories kept (days after their minute).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def expire_command(ctx, minute_days, hour_days, signature_hours, signature_days, signature_months,
-                   signature_years, as_json):
-    """Delete counter detail past retention that a rolled-up coarser level holds (job 'expire')."""
+                   signature_years, claim_days, as_json):
+    """Delete counter detail past retention that a rolled-up coarser level holds, and old claim
+    histories of processed crashes (job 'expire')."""
     retention = expiry.Retention(minute_days, hour_days, signature_hours, signature_days, signature_months,
-                                 signature_years)
+                                 signature_years, claim_days)
     with open_existing(ctx) as backend:
         report = expiry.run_expire(backend, retention)
     if as_json:

@@ -6,6 +6,9 @@ Default retention (:class:`Retention`), counted back from the current interval:
   ``daily_``, + 2 ``monthly_``, + 2 ``yearly_``;
 * ``metrics`` minute rows: 7 days (enough to look at a spike a week later); hour rows: 90 days.
   Day, month and year rows are kept forever (one row a day is ~365 rows a year).
+* the queue's claim rows (``~claims/<minute>``): the ``done`` histories of processed crashes, 2
+  days after their minute (a history only matters to a scan older than the save, seconds old).
+  Histories of crashes still queued stay, whatever their age: their leases and failed attempts.
 
 Memory: deletes go out in batches of 1000 as the scans go; what is held is one batch and one
 entry per coarser interval (the marks read, the intervals whose markers go).
@@ -27,7 +30,9 @@ from datetime import datetime, timedelta, timezone
 from ..backends.base import RowMutation
 from ..checks import is_int
 from ..errors import InvalidArgument
+from ..crashstore.claims import decode_claims, lease_of
 from ..schema import keys as K
+from ..schema.queue_keys import CLAIMS_PREFIX, parse_claim_row_key
 from . import runs
 from .rollup import COL_ROLLED_UP, COL_SIG_DAYS_EXPIRED, COL_SIG_MONTHS_EXPIRED
 
@@ -42,6 +47,7 @@ class Retention:
     signature_days: int = 30
     signature_months: int = 2
     signature_years: int = 2
+    claim_days: int = 2
 
     def __post_init__(self):
         for name, value in asdict(self).items():
@@ -98,7 +104,7 @@ def expire(backend, retention=None, now=None, heartbeat=None):
     hour_limit = hour_now - timedelta(days=retention.metrics_hour_days)
     marks = _Marks(backend)
     report = {"metrics_minute_rows": 0, "metrics_hour_rows": 0, "signature_columns": 0, "first_seen_rows": 0,
-              "kept_unmarked": 0}
+              "kept_unmarked": 0, "claim_histories": 0}
     # metrics: every row before the minute limit (minute rows older than it are being deleted)
     deletes = []
     stop = K.metrics_row(minute_limit, "minute")
@@ -163,7 +169,38 @@ def expire(backend, retention=None, now=None, heartbeat=None):
     for i in range(0, len(intervals), 1000):
         backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(r, delete_row=True) for r in intervals[i:i + 1000]])
     report["first_seen_rows"] = len(intervals)
+    claim_limit = now.replace(second=0, microsecond=0) - timedelta(days=retention.claim_days)
+    report["claim_histories"] = expire_claim_histories(backend, claim_limit, heartbeat)
     return report
+
+
+def expire_claim_histories(backend, before, heartbeat=None):
+    """Delete the ``done`` claim histories in claim rows of minutes before ``before`` (a claim row
+    left with none goes whole); return how many.  One claim row (a minute's crashes) at a time."""
+    deleted, deletes = 0, []
+    for prefix in (b"", K.PRIORITY_PREFIX):
+        start = CLAIMS_PREFIX + prefix
+        stop = start + K.format_timestamp(before)[:16]
+        for row, cells in backend.scan(K.UNPROCESSED_FLAG, start=start, stop=stop, columns=[K.FAMILY_PROCESSOR_STATE]):
+            try:
+                row_prefix, _minute = parse_claim_row_key(row)
+            except InvalidArgument:
+                continue
+            if row_prefix != prefix:
+                continue  # a priority claim row met by the standard rows' scan
+            done = [column for column, value in cells.items() if lease_of(decode_claims(value)).done]
+            if done:
+                deletes.append(RowMutation(row, delete_row=True) if len(done) == len(cells)
+                               else RowMutation(row, deletes=done))
+                deleted += len(done)
+            if len(deletes) >= _BATCH:
+                backend.mutate_rows(K.UNPROCESSED_FLAG, deletes)
+                deletes = []
+            if heartbeat:
+                heartbeat()
+    if deletes:
+        backend.mutate_rows(K.UNPROCESSED_FLAG, deletes)
+    return deleted
 
 
 def run_expire(backend, retention=None, now=None, **job_options):

@@ -339,3 +339,40 @@ def test_expire_deletes_old_done_histories_and_keeps_queued_ones(embedded_url):
             time_index_key_forms(ids[0], BASE_TIME))
         assert store.backend.get_row(K.UNPROCESSED_FLAG, claim_row) == {}
         assert queue_table_left(store.backend) == ([], True)
+
+
+def test_threads_polling_one_store_share_one_take(embedded_url):
+    """Takers that ask while a take is in flight are claimed for together, from one pass: eight
+    threads taking two crashes each cost one scan, one read of claims and crash rows, and two
+    Appends (the leader's group, then the seven that queued behind it), not eight of each."""
+    import threading
+
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        ids = _ids(16)
+        _save(store, ids)
+        shared = store.queue_passes["standard"]
+        real_scan = store.backend.scan
+
+        def scan_when_all_queued(*args, **kwargs):  # hold the leader's scan until the others wait
+            deadline = time.monotonic() + 10
+            while shared._groups.queued < 7 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            return real_scan(*args, **kwargs)
+
+        store.backend.scan = scan_when_all_queued
+        before = dict(store.backend.calls)
+        takers = [store.new_crashes(limit=2, processor_id=f"t{n}") for n in range(8)]
+        got = {}
+        threads = [threading.Thread(target=lambda n=n: got.__setitem__(n, list(takers[n]))) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        spent = {k: n - before.get(k, 0) for k, n in store.backend.calls.items() if n != before.get(k, 0)}
+        assert sorted(c for crashes in got.values() for c in crashes) == sorted(ids)
+        assert all(len(crashes) == 2 for crashes in got.values())
+        assert spent == {"scan": 1, "get_rows": 2, "append_many": 2}
+        # each crash is owned by the thread it was handed to
+        for n, crashes in got.items():
+            assert {store.get_processing_state(c)["claim"]["processor"] for c in crashes} == {f"t{n}"}

@@ -279,13 +279,12 @@ def test_a_crash_processed_after_the_scan_is_not_claimed_again(store):
     was claimed, processed and its row deleted before the slow one appended its claim."""
     cid = crash_id("7")
     store.save_raw_crash(raw_crash(cid), {}, cid)
-    table, prefix = queue.queue_table("standard")
     slow = queue.Taker(store.backend, "standard", "slow", 60_000, 3, queue.HeldClaims())
-    stale = list(slow.candidates(table, prefix, 16))
+    stale = list(queue.candidates(store.backend, "standard", 16))
     assert [crash for _row, crash, _state in stale] == [cid]
     assert list(store.new_crashes(processor_id="fast")) == [cid]
     store.save_processed(processed(cid))
-    assert slow.claim(stale) == []
+    assert queue.claim_groups(store.backend, "standard", [(slow, stale)]) == [(slow, [])]
     assert queue_table_left(store.backend) == ([], True)  # its append landed on a done history
 
 

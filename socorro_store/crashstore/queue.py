@@ -52,6 +52,7 @@ import itertools
 import os
 import socket
 import threading
+import time
 import uuid
 
 import msgpack
@@ -81,6 +82,7 @@ from ..schema.queue_keys import (
     dead_letter_key,
     parse_dead_letter_key,
 )
+from .group_commit import GroupCommit
 from .claims import (  # noqa: F401 - the claim vocabulary, re-exported for callers of the queue
     Held,
     HeldClaims,
@@ -103,6 +105,7 @@ DEFAULT_LEASE_SECONDS = 300
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_PAGE_SIZE = 256
 CLAIM_GROUP = 16  # claims per call when the caller gave no limit
+MAX_TAKERS_PER_GROUP = 64  # takers served by one shared claim
 _SCAN_COLUMNS = [COL_OOID, COL_DEAD]
 
 
@@ -159,16 +162,17 @@ _SALT_BYTES = frozenset(salt_char.encode("ascii") for salt_char in SALTS)
 
 
 def take(backend, limit=None, queue="standard", processor_id=None, lease_seconds=DEFAULT_LEASE_SECONDS,
-         page_size=DEFAULT_PAGE_SIZE, max_attempts=DEFAULT_MAX_ATTEMPTS, held=None):
+         page_size=DEFAULT_PAGE_SIZE, max_attempts=DEFAULT_MAX_ATTEMPTS, held=None, queue_pass=None):
     """Claim crashes from ``queue`` in order; return an iterator of crash ids.
 
     Arguments are validated now; rows are scanned and claimed lazily, a group at a time, as the
     caller iterates.  ``limit`` caps the number of claims; without one, groups of
     :data:`CLAIM_GROUP`.  Each crash yielded is owned by the caller when it is yielded, with at
     least half a lease left; it is recorded in ``held`` (a :class:`HeldClaims`) until saved.
-    ``max_attempts``: expired claims after which a crash is dead-lettered.
+    ``max_attempts``: expired claims after which a crash is dead-lettered.  ``queue_pass``: the
+    :class:`QueuePass` of ``queue`` shared by the iterators of one store (else a pass of its own).
     """
-    table, prefix = queue_table(queue)
+    queue_table(queue)
     if limit is not None and (not is_int(limit) or limit < 0):
         raise InvalidArgument(f"limit must be a non-negative int or None: {limit!r}")
     if not is_number(lease_seconds) or not lease_seconds > 0:
@@ -179,11 +183,15 @@ def take(backend, limit=None, queue="standard", processor_id=None, lease_seconds
         processor_id = default_processor_id()
     elif not isinstance(processor_id, str) or not processor_id:
         raise InvalidArgument(f"processor_id must be a non-empty string: {processor_id!r}")
-    if limit is not None:
-        page_size = max(1, min(page_size, limit * 2))
+    if queue_pass is None:
+        if limit is not None:
+            page_size = max(1, min(page_size, limit * 2))
+        queue_pass = QueuePass(backend, queue, page_size)
+    elif queue_pass.queue != queue:
+        raise InvalidArgument(f"a pass of queue {queue_pass.queue!r} cannot take from {queue!r}")
     taker = Taker(backend, queue, processor_id, max(1, int(lease_seconds * 1000)), max_attempts,
                   HeldClaims() if held is None else held)
-    return taker.run(table, prefix, limit, page_size)
+    return taker.run(queue_pass, limit)
 
 
 class Taker:
@@ -193,20 +201,20 @@ class Taker:
         self.backend, self.queue, self.processor_id = backend, queue, processor_id
         self.lease_ms, self.max_attempts, self.held = lease_ms, max_attempts, held
         self.token = uuid.uuid4().hex
+        self.created = time.monotonic()
+        self.exhausted = False  # the pass it took from ran out: its iteration ends
 
-    def run(self, table, prefix, limit, page_size):
+    def run(self, queue_pass, limit):
         pending, yielded, taken = [], [], 0  # claimed not yet yielded; yielded (maybe unsaved)
         try:
             if limit == 0:
                 return
-            candidates = self.candidates(table, prefix, page_size)
             while limit is None or taken < limit:
                 if not pending:
-                    want = CLAIM_GROUP if limit is None else min(page_size, limit - taken)
-                    group = list(itertools.islice(candidates, want))
-                    if not group:
+                    if self.exhausted:
                         return
-                    pending = self.claim(group)
+                    want = CLAIM_GROUP if limit is None else min(queue_pass.page_size, limit - taken)
+                    pending = queue_pass.take(self, want)
                     continue
                 if pending[0].expires - now_ms() < self.lease_ms // 2:
                     unsaved = [h for h in yielded if self.held.get(h.crash_id) is h]
@@ -229,78 +237,16 @@ class Taker:
                 except (BackendUnavailable, BackendError):
                     pass  # their leases run out instead
 
-    def candidates(self, table, prefix, page_size):
-        """``(queue row, crash id, state)`` of the queue's crashes that look free, in order."""
-        rows = queue_rows(self.backend, table, prefix, columns=_SCAN_COLUMNS, page_size=page_size)
-        pointers = ((row, cells[COL_OOID]) for row, cells in rows
-                    if cells.get(COL_OOID) and not cells.get(COL_DEAD))  # no ooid: half-deleted, repair's job
-        for batch in _batches(pointers, page_size):
-            free = self.unclaimed(batch)
-            for (row, raw_id), cells in with_crash_cells(self.backend, iter(free), lambda item: item[1], page_size):
-                crash_id = raw_id.decode("ascii")
-                state = crash_state(cells, crash_id)
-                if self.queue == "priority":
-                    if not state["priority"] or priority_key(crash_id, parse_key_timestamp(state["priority"])) != row:
-                        continue  # a stale request: scrutiny's orphan
-                elif state["priority"]:
-                    continue  # requested again: the priority queue hands it out (and dequeues it here)
-                yield row, crash_id, state
-
-    def unclaimed(self, batch):
-        """The ``(queue row, crash id)`` of ``batch`` whose claims show no live lease, in one read.
-
-        A legacy crash is claimed on its standard row (same key), which must still be queued and
-        not dead-lettered: it is read in the same call.  A row whose history is done is a
-        processed crash's leftover (a scan older than the save, or a save whose row delete
-        failed): it is deleted.
-        """
-        at = now_ms()
-        legacy = self.queue == "legacy"
-        histories, found = read_claims(self.backend, [row for row, _id in batch], queue_cells=legacy)
-        free, leftovers = [], []
-        for row, raw_id in batch:
-            standard = found.get(row, {})
-            if legacy and (not standard.get(COL_OOID) or standard.get(COL_DEAD)):
-                continue
-            lease = lease_of(histories[row])
-            if lease.done:
-                leftovers.append(RowMutation(row, delete_row=True))
-            elif not lease.live(at):
-                free.append((row, raw_id))
-        if leftovers:
-            self.backend.mutate_rows(UNPROCESSED_FLAG, leftovers)
-        return free
-
-    def claim(self, group):
-        """Claim ``[(queue row, crash id, state)]``; the :class:`Held` claims won, in order."""
-        at = now_ms()
-        mine = set(self.held.reserve(self.token, {crash_id: row for row, crash_id, _state in group},
-                                     at + self.lease_ms))
-        ids = {}
-        for row, crash_id, state in group:
-            if crash_id in mine:
-                ids.setdefault(row, (crash_id, state))
-        if not ids:
-            return []
-        record = encode_claim(self.processor_id, at, at + self.lease_ms, self.token)
-        histories = append_claims(self.backend, {row: record for row in ids})
-        won, dead, cleanup = [], [], []
-        for row, history in histories.items():
-            crash_id, state = ids[row]
-            lease = lease_of(history)
-            if lease.done:
-                cleanup.append(RowMutation(row, delete_row=True))  # processed since the scan
-                continue
-            if lease.token(history) != self.token:
-                continue
-            if lease.attempts >= self.max_attempts:
-                dead.append((row, crash_id, lease.attempts))
-                continue
-            won.append(Held(crash_id, row, self.token, self.processor_id, lease.expires, state))
-        self.held.unreserve(self.token, set(mine) - {h.crash_id for h in won})
-        if dead or cleanup:
-            dead_letter(self.backend, self.queue, dead, cleanup)
-        return won
+    def judge(self, row, crash_id, state, history):
+        """``(Held or None, dead letter or None, cleanup or None)`` of a claim this taker appended."""
+        lease = lease_of(history)
+        if lease.done:
+            return None, None, RowMutation(row, delete_row=True)  # processed since the scan
+        if lease.token(history) != self.token:
+            return None, None, None
+        if lease.attempts >= self.max_attempts:
+            return None, (row, crash_id, lease.attempts), None
+        return Held(crash_id, row, self.token, self.processor_id, lease.expires, state), None, None
 
     def renew(self, claims):
         """Extend the leases of ``claims`` in one append per claim row; return those still owned."""
@@ -325,6 +271,156 @@ class Taker:
         if cleanup:
             self.backend.mutate_rows(UNPROCESSED_FLAG, cleanup)
         return kept
+
+
+class QueuePass:
+    """One pass over a queue, shared by the takers (``new_crashes()`` iterators) of one store.
+
+    Takers of one store that want a group while another is being claimed wait for it, and the
+    next group is claimed for all of them at once (:class:`~.group_commit.GroupCommit`): one read
+    of the pass's next crashes, and one ``append_many`` whose records name each crash's own taker.
+    So processor threads polling one store's queue cost one take between them, not one each,
+    and they never read the same head of the queue twice.  The pass is one scan of the queue in
+    order (:func:`candidates`), begun for the oldest group with a taker created since the last
+    one began; a taker whose group runs it out stops there (its iteration ends).
+    """
+
+    def __init__(self, backend, queue, page_size=DEFAULT_PAGE_SIZE):
+        self.backend, self.queue, self.page_size = backend, queue, page_size
+        self._candidates = None
+        self._began = None  # time.monotonic() when the pass's scan began
+        self._groups = GroupCommit(self._take_group, max_items=MAX_TAKERS_PER_GROUP)
+
+    def take(self, taker, want):
+        """The :class:`Held` claims of the next group for ``taker`` (up to ``want``), in order."""
+        return self._groups.submit((taker, want))
+
+    def close(self):
+        if self._candidates is not None:
+            self._candidates.close()
+            self._candidates = None
+
+    def _take_group(self, requests):
+        """Assign the pass's next crashes to the takers of ``requests`` (``[(taker, want)]``), in
+        order, each reserved in its taker's store first; claim them all in one call."""
+        wants = [(taker, want, []) for taker, want in requests if not taker.exhausted]
+        try:
+            self._assign([w for w in wants if w[1] > 0])
+            claimed = claim_groups(self.backend, self.queue, [(taker, got) for taker, _want, got in wants if got])
+        except BaseException:
+            for taker, _want, got in wants:  # give the reservations back: a retry finds them free
+                taker.held.unreserve(taker.token, [crash_id for _row, crash_id, _state in got])
+            raise
+        by_taker = {id(taker): won for taker, won in claimed}
+        return [by_taker.get(id(taker), []) for taker, _want in requests]
+
+    def _assign(self, open_wants):
+        """Fill ``[(taker, want, got)]`` in order from the pass, reserving each crash for its taker
+        (a crash a sibling iterator claims or holds is skipped).  A taker created after the pass
+        began gets a new pass (it sees the queue from its head, as it was when it asked), so
+        every taker of the group is older than the pass, and when the pass runs out their
+        iterations end."""
+        if self._candidates is not None and any(taker.created > self._began for taker, _w, _g in open_wants):
+            self.close()
+        seen = set()
+        while open_wants:
+            if self._candidates is None:
+                self._began = time.monotonic()
+                self._candidates = candidates(self.backend, self.queue, self.page_size)
+            try:
+                item = next(self._candidates, None)
+            except BaseException:
+                self._candidates = None  # a failed read ends the pass; the next group starts anew
+                raise
+            if item is None:
+                self._candidates = None
+                for taker, _want, _got in open_wants:
+                    taker.exhausted = True
+                return
+            row, crash_id, _state = item
+            if crash_id in seen:
+                continue
+            seen.add(crash_id)
+            taker, want, got = open_wants[0]
+            if taker.held.reserve(taker.token, {crash_id: row}, now_ms() + taker.lease_ms):
+                got.append(item)
+                if len(got) == want:
+                    open_wants.pop(0)
+
+
+def claim_groups(backend, queue, groups):
+    """Claim ``[(taker, [(queue row, crash id, state)])]`` (reserved for their takers) in one
+    ``append_many``; return ``[(taker, [Held won, in order])]``."""
+    if not groups:
+        return []
+    at = now_ms()
+    records = {}
+    for taker, group in groups:
+        record = encode_claim(taker.processor_id, at, at + taker.lease_ms, taker.token)
+        for row, _crash_id, _state in group:
+            records[row] = record
+    histories = append_claims(backend, records)
+    out, dead, cleanup = [], [], []
+    for taker, group in groups:
+        won = []
+        for row, crash_id, state in group:
+            held, dead_letter_item, leftover = taker.judge(row, crash_id, state, histories[row])
+            if held is not None:
+                won.append(held)
+            if dead_letter_item is not None:
+                dead.append(dead_letter_item)
+            if leftover is not None:
+                cleanup.append(leftover)
+        taker.held.unreserve(taker.token, {c for _r, c, _s in group} - {h.crash_id for h in won})
+        out.append((taker, won))
+    if dead or cleanup:
+        dead_letter(backend, queue, dead, cleanup)
+    return out
+
+
+def candidates(backend, queue, page_size):
+    """``(queue row, crash id, state)`` of the queue's crashes that look free, in order."""
+    table, prefix = queue_table(queue)
+    rows = queue_rows(backend, table, prefix, columns=_SCAN_COLUMNS, page_size=page_size)
+    pointers = ((row, cells[COL_OOID]) for row, cells in rows
+                if cells.get(COL_OOID) and not cells.get(COL_DEAD))  # no ooid: half-deleted, repair's job
+    for batch in _batches(pointers, page_size):
+        free = unclaimed(backend, queue, batch)
+        for (row, raw_id), cells in with_crash_cells(backend, iter(free), lambda item: item[1], page_size):
+            crash_id = raw_id.decode("ascii")
+            state = crash_state(cells, crash_id)
+            if queue == "priority":
+                if not state["priority"] or priority_key(crash_id, parse_key_timestamp(state["priority"])) != row:
+                    continue  # a stale request: scrutiny's orphan
+            elif state["priority"]:
+                continue  # requested again: the priority queue hands it out (and dequeues it here)
+            yield row, crash_id, state
+
+
+def unclaimed(backend, queue, batch):
+        """The ``(queue row, crash id)`` of ``batch`` whose claims show no live lease, in one read.
+
+        A legacy crash is claimed on its standard row (same key), which must still be queued and
+        not dead-lettered: it is read in the same call.  A row whose history is done is a
+        processed crash's leftover (a scan older than the save, or a save whose row delete
+        failed): it is deleted.
+        """
+        at = now_ms()
+        legacy = queue == "legacy"
+        histories, found = read_claims(backend, [row for row, _id in batch], queue_cells=legacy)
+        free, leftovers = [], []
+        for row, raw_id in batch:
+            standard = found.get(row, {})
+            if legacy and (not standard.get(COL_OOID) or standard.get(COL_DEAD)):
+                continue
+            lease = lease_of(histories[row])
+            if lease.done:
+                leftovers.append(RowMutation(row, delete_row=True))
+            elif not lease.live(at):
+                free.append((row, raw_id))
+        if leftovers:
+            backend.mutate_rows(UNPROCESSED_FLAG, leftovers)
+        return free
 
 
 def read_claims(backend, rows, queue_cells=False, other_rows=(), other_columns=()):

@@ -13,7 +13,7 @@ from ..schema import keys as K
 from ..schema.table_admin import create_tables
 from . import counters, crashes, deletion, grouped_saves, inspect, queue, reports, resubmissions
 from .group_commit import MAX_GROUP_BYTES, MAX_GROUP_ITEMS, GroupCommit
-from .queue import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_ATTEMPTS, HeldClaims, take
+from .queue import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_ATTEMPTS, QUEUES, HeldClaims, QueuePass, take
 
 
 def open_store(url=None, **options):
@@ -57,6 +57,9 @@ class CrashStore:
         #: claims taken through this store and not yet saved: what the take learned, so saving
         #: the crash need not read it again (:class:`~.claims.HeldClaims`)
         self.held_claims = HeldClaims()
+        #: one pass per queue shared by this store's ``new_crashes()`` iterators: concurrent
+        #: takers are claimed for together (:class:`~.queue.QueuePass`)
+        self.queue_passes = {name: QueuePass(backend, name) for name in QUEUES}
         limits = (group_max_crashes, group_max_bytes)
         self.raw_groups = GroupCommit(
             lambda items: grouped_saves.save_raw_group(backend, self.live_counters, items), *limits)
@@ -75,6 +78,8 @@ class CrashStore:
 
     def close(self):
         try:
+            for queue_pass in self.queue_passes.values():
+                queue_pass.close()
             self.live_counters.close()
         finally:
             self.backend.close()
@@ -184,7 +189,7 @@ class CrashStore:
         dead-lettered instead (:meth:`dead_lettered_crashes`; :meth:`enqueue_priority` requeues).
         """
         return take(self.backend, limit, queue, processor_id, lease_seconds, max_attempts=max_attempts,
-                    held=self.held_claims)
+                    held=self.held_claims, queue_pass=self.queue_passes.get(queue))
 
     def release(self, crash_id):
         """Give back a crash taken with :meth:`new_crashes` that will not be processed."""

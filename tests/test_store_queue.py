@@ -279,7 +279,7 @@ def test_a_crash_processed_after_the_scan_is_not_claimed_again(store):
     was claimed, processed and its row deleted before the slow one appended its claim."""
     cid = crash_id("7")
     store.save_raw_crash(raw_crash(cid), {}, cid)
-    slow = queue.Taker(store.backend, "standard", "slow", 60_000, 3, queue.HeldClaims())
+    slow = queue.Taker(store.backend, "slow", 60_000, 3, queue.HeldClaims())
     stale = list(queue.candidates(store.backend, "standard", 16))
     assert [crash for _row, crash, _state in stale] == [cid]
     assert list(store.new_crashes(processor_id="fast")) == [cid]

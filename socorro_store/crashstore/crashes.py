@@ -32,6 +32,7 @@ from ..schema.stored import parse_stored_time_index_key, stored_time, time_index
 from . import counters
 from .claims import encode_done, now_ms
 from .queue import (
+    by_claim_row,
     lease_of,
     merged_scan,
     read_claims,
@@ -313,11 +314,7 @@ def _write_processed(backend, crashes, live_counters, known):
 def claims_done_mutations(queue_rows):
     """Puts that end the claim histories of ``queue_rows`` (one mutation per claim row)."""
     done = encode_done(now_ms())
-    by_claim_row = {}
-    for row in queue_rows:
-        claim_row, column = claim_cell(row)
-        by_claim_row.setdefault(claim_row, {})[column] = done
-    return [RowMutation(claim_row, puts) for claim_row, puts in by_claim_row.items()]
+    return [RowMutation(claim_row, puts) for claim_row, puts in by_claim_row(dict.fromkeys(queue_rows, done)).items()]
 
 
 def unique_crash_ids(crash_ids):

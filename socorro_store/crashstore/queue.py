@@ -189,7 +189,7 @@ def take(backend, limit=None, queue="standard", processor_id=None, lease_seconds
         queue_pass = QueuePass(backend, queue, page_size)
     elif queue_pass.queue != queue:
         raise InvalidArgument(f"a pass of queue {queue_pass.queue!r} cannot take from {queue!r}")
-    taker = Taker(backend, queue, processor_id, max(1, int(lease_seconds * 1000)), max_attempts,
+    taker = Taker(backend, processor_id, max(1, int(lease_seconds * 1000)), max_attempts,
                   HeldClaims() if held is None else held)
     return taker.run(queue_pass, limit)
 
@@ -197,8 +197,8 @@ def take(backend, limit=None, queue="standard", processor_id=None, lease_seconds
 class Taker:
     """One ``new_crashes()`` iterator: its token, and the claims it holds."""
 
-    def __init__(self, backend, queue, processor_id, lease_ms, max_attempts, held):
-        self.backend, self.queue, self.processor_id = backend, queue, processor_id
+    def __init__(self, backend, processor_id, lease_ms, max_attempts, held):
+        self.backend, self.processor_id = backend, processor_id
         self.lease_ms, self.max_attempts, self.held = lease_ms, max_attempts, held
         self.token = uuid.uuid4().hex
         self.created = time.monotonic()
@@ -281,8 +281,9 @@ class QueuePass:
     of the pass's next crashes, and one ``append_many`` whose records name each crash's own taker.
     So processor threads polling one store's queue cost one take between them, not one each,
     and they never read the same head of the queue twice.  The pass is one scan of the queue in
-    order (:func:`candidates`), begun for the oldest group with a taker created since the last
-    one began; a taker whose group runs it out stops there (its iteration ends).
+    order (:func:`candidates`); a group holding a taker created after the pass began starts a
+    new one (so every taker sees the queue from its head as it was when it asked), and the
+    takers of a group that runs the pass out stop there (their iterations end).
     """
 
     def __init__(self, backend, queue, page_size=DEFAULT_PAGE_SIZE):
@@ -441,16 +442,22 @@ def read_claims(backend, rows, queue_cells=False, other_rows=(), other_columns=(
             found)
 
 
+def by_claim_row(values):
+    """``{claim row: {claim column: value}}`` of ``{queue row: value}``."""
+    out = {}
+    for row, value in values.items():
+        claim_row, column = claim_cell(row)
+        out.setdefault(claim_row, {})[column] = value
+    return out
+
+
 def append_claims(backend, records):
     """Append ``{queue row: record}`` to the rows' claim histories: one atomic Append per claim
     row, so a group taken from the head of a queue costs one or two.  Returns ``{queue row:
     history}`` as the Appends left them, in ``records``' order."""
+    appends = by_claim_row(records)
+    results = dict(zip(appends, backend.append_many(UNPROCESSED_FLAG, list(appends.items()))))
     cells_of = {row: claim_cell(row) for row in records}
-    by_claim_row = {}
-    for row, record in records.items():
-        claim_row, column = cells_of[row]
-        by_claim_row.setdefault(claim_row, {})[column] = record
-    results = dict(zip(by_claim_row, backend.append_many(UNPROCESSED_FLAG, list(by_claim_row.items()))))
     return {row: decode_claims(results[claim_row].get(column)) for row, (claim_row, column) in cells_of.items()}
 
 

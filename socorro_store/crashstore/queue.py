@@ -399,29 +399,29 @@ def candidates(backend, queue, page_size):
 
 
 def unclaimed(backend, queue, batch):
-        """The ``(queue row, crash id)`` of ``batch`` whose claims show no live lease, in one read.
+    """The ``(queue row, crash id)`` of ``batch`` whose claims show no live lease, in one read.
 
-        A legacy crash is claimed on its standard row (same key), which must still be queued and
-        not dead-lettered: it is read in the same call.  A row whose history is done is a
-        processed crash's leftover (a scan older than the save, or a save whose row delete
-        failed): it is deleted.
-        """
-        at = now_ms()
-        legacy = queue == "legacy"
-        histories, found = read_claims(backend, [row for row, _id in batch], queue_cells=legacy)
-        free, leftovers = [], []
-        for row, raw_id in batch:
-            standard = found.get(row, {})
-            if legacy and (not standard.get(COL_OOID) or standard.get(COL_DEAD)):
-                continue
-            lease = lease_of(histories[row])
-            if lease.done:
-                leftovers.append(RowMutation(row, delete_row=True))
-            elif not lease.live(at):
-                free.append((row, raw_id))
-        if leftovers:
-            backend.mutate_rows(UNPROCESSED_FLAG, leftovers)
-        return free
+    A legacy crash is claimed on its standard row (same key), which must still be queued and
+    not dead-lettered: it is read in the same call.  A row whose history is done is a
+    processed crash's leftover (a scan older than the save, or a save whose row delete
+    failed): it is deleted.
+    """
+    at = now_ms()
+    legacy = queue == "legacy"
+    histories, found = read_claims(backend, [row for row, _id in batch], queue_cells=legacy)
+    free, leftovers = [], []
+    for row, raw_id in batch:
+        standard = found.get(row, {})
+        if legacy and (not standard.get(COL_OOID) or standard.get(COL_DEAD)):
+            continue
+        lease = lease_of(histories[row])
+        if lease.done:
+            leftovers.append(RowMutation(row, delete_row=True))
+        elif not lease.live(at):
+            free.append((row, raw_id))
+    if leftovers:
+        backend.mutate_rows(UNPROCESSED_FLAG, leftovers)
+    return free
 
 
 def read_claims(backend, rows, queue_cells=False, other_rows=(), other_columns=()):

@@ -175,8 +175,8 @@ def expire(backend, retention=None, now=None, heartbeat=None):
 
 
 def expire_claim_histories(backend, before, heartbeat=None):
-    """Delete the ``done`` claim histories in claim rows of minutes before ``before`` (a claim row
-    left with none goes whole); return how many.  One claim row (a minute's crashes) at a time."""
+    """Delete the ``done`` claim histories in claim rows of minutes before ``before``; return how
+    many.  One claim row (a minute's crashes) at a time."""
     deleted, deletes = 0, []
     for prefix in (b"", K.PRIORITY_PREFIX):
         start = CLAIMS_PREFIX + prefix
@@ -189,9 +189,8 @@ def expire_claim_histories(backend, before, heartbeat=None):
             if row_prefix != prefix:
                 continue  # a priority claim row met by the standard rows' scan
             done = [column for column, value in cells.items() if lease_of(decode_claims(value)).done]
-            if done:
-                deletes.append(RowMutation(row, delete_row=True) if len(done) == len(cells)
-                               else RowMutation(row, deletes=done))
+            if done:  # column deletes only: a whole-row delete could mask a claim appended meanwhile
+                deletes.append(RowMutation(row, deletes=done))
                 deleted += len(done)
             if len(deletes) >= _BATCH:
                 backend.mutate_rows(K.UNPROCESSED_FLAG, deletes)

@@ -250,3 +250,34 @@ def test_serve_takes_its_own_url_option(tmp_path):
     finally:
         gateway.terminate()
         gateway.wait(timeout=30)
+
+
+def test_a_pooled_connection_the_server_closed_for_idleness_is_reopened(tmp_path):
+    """The server drops connections idle past --idle-timeout; the backend reopens a connection
+    idle that long before using it, so a non-idempotent call (an append) after a pause succeeds.
+    Without the reopening the same append fails: it was sent on a closed connection."""
+    import time
+
+    from socorro_store import BackendUnavailable
+    from socorro_store.backends import open_backend
+    from socorro_store.schema.specs import FamilySpec, TableSpec
+
+    gateway = GatewayProcess(tmp_path / "store", extra_args=["--idle-timeout", "1"])
+    try:
+        backend = open_backend(gateway.url(pool_size=1))
+        try:
+            backend.create_table(TableSpec("t", (FamilySpec("cf"),)))
+            assert backend.append("t", b"r", {b"cf:a": b"x"}) == {b"cf:a": b"x"}
+            backend.reopen_idle_s = float("inf")  # the failure the reopening prevents
+            time.sleep(1.6)
+            with pytest.raises(BackendUnavailable, match="not retried"):
+                backend.append("t", b"r", {b"cf:a": b"y"})
+            backend.reopen_idle_s = 0.5
+            assert backend.append("t", b"r", {b"cf:a": b"z"}) == {b"cf:a": b"xz"}  # reconnected after the failure
+            time.sleep(1.6)
+            assert backend.append("t", b"r", {b"cf:a": b"w"}) == {b"cf:a": b"xzw"}  # reopened, not failed
+            assert backend.get_row("t", b"r") == {b"cf:a": b"xzw"}  # the failed append was not applied
+        finally:
+            backend.close()
+    finally:
+        gateway.stop()

@@ -54,6 +54,8 @@ _TRANSIENT = (TTransportException, socket.error, OSError, happybase.NoConnection
 FRAME_SETTING = "hbase.regionserver.thrift.framed.max_frame_size_in_mb"
 #: buffered transport has no request limit; batches are still split to bound memory on both ends
 BUFFERED_BATCH_BYTES = 64 * 1024 * 1024
+#: Seconds a pooled connection may sit idle before it is reopened (below the servers' 60 s).
+REOPEN_IDLE_S = 30.0
 _COMPRESSION_NAMES = {"NONE": "NONE", "GZ": "GZ", "LZO": "LZO", "SNAPPY": "SNAPPY", "LZ4": "LZ4",
                       "ZSTD": "ZSTD", "BZIP2": "BZIP2"}
 
@@ -113,6 +115,8 @@ class HBaseBackend(Backend):
         self._executor = None
         self._pool_lock = threading.Lock()
         self._families = {}
+        self.reopen_idle_s = REOPEN_IDLE_S
+        self._last_used = {}  # id(pooled connection) -> time.monotonic() of its last call
 
     @classmethod
     def from_url(cls, parsed):
@@ -147,6 +151,21 @@ class HBaseBackend(Backend):
                 self._pool = happybase.ConnectionPool(self._pool_size, **self._pool_kwargs)
             return self._pool
 
+    def _reopen_if_idle(self, conn):
+        """Reconnect a pooled connection left idle for :data:`REOPEN_IDLE_S` or more.
+
+        Servers close idle connections (HBase's Thrift server after
+        ``hbase.thrift.server.socket.read.timeout``, 60 s by default; ``socorro-store serve`` after
+        ``--idle-timeout``, 60 s), and a call sent on a connection the server closed fails after
+        it was sent: retried if idempotent, but an append, increment or checkAndPut would fail.
+        A fresh TCP connection costs far less than that failure.
+        """
+        last = self._last_used.get(id(conn))
+        if last is not None and time.monotonic() - last >= self.reopen_idle_s:
+            conn.close()
+            conn._refresh_thrift_client()  # as happybase's pool replaces a tainted connection
+            conn.open()
+
     def _call(self, kind, fn, table=None, idempotent=True):
         """Run ``fn(client)`` on a pooled connection, retrying as the module docstring says."""
         delay = self.backoff_s
@@ -156,9 +175,13 @@ class HBaseBackend(Backend):
             try:
                 pool = self._get_pool()
                 with pool.connection(timeout=max(1.0, self._pool_kwargs["timeout"] / 1000)) as conn:
+                    self._reopen_if_idle(conn)
                     sent = True
                     self.count_call(kind)
-                    return fn(conn.client)
+                    try:
+                        return fn(conn.client)
+                    finally:
+                        self._last_used[id(conn)] = time.monotonic()
             except (thrift.IOError, thrift.IllegalArgument, thrift.AlreadyExists,
                     TApplicationException) as exc:
                 raise translate_error(exc, table) from None

@@ -190,7 +190,7 @@ class HBaseBackend(Backend):
                 if sent and not idempotent:
                     raise BackendUnavailable(
                         f"{kind} on {self.host}:{self.port} failed after the request was sent "
-                        f"({type(exc).__name__}); not retried because it is not idempotent") from None
+                        f"({type(exc).__name__}: {exc}); not retried because it is not idempotent") from None
             if attempt < self.retries:
                 time.sleep(delay)
                 delay *= 2

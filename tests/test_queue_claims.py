@@ -1,4 +1,5 @@
-"""Claims on the queue rows: bounded cost, owned yields, renewal, release, dead letters."""
+"""Claims in per-minute claim rows: bounded cost, shared passes, owned yields, renewal, release,
+dead letters, expiry of done histories."""
 
 import collections
 import random
@@ -276,7 +277,7 @@ def test_take_validates_max_attempts(embedded_url):
 
 def test_threads_of_one_store_claim_each_crash_once(embedded_url):
     """Processor threads sharing a store take successive crashes instead of all appending a
-    claim to the head of the queue: one claim append per crash, each crash processed once."""
+    claim to the head of the queue: one claim record per crash, each crash processed once."""
     import threading
 
     with open_store(embedded_url) as store:

@@ -31,7 +31,8 @@ _FRAMES = ["mozilla::dom::", "js::gc::", "nsThread::", "mozilla::layers::", "lib
            "mozilla::ipc::MessageChannel::", "core::panicking::panic"]
 
 
-def _pick(rng, table):
+def weighted_choice(rng, table):
+    """A value of ``table`` (``[(value, weight)]``, weights summing to 1) drawn with ``rng``."""
     x, acc = rng.random(), 0.0
     for value, weight in table:
         acc += weight
@@ -93,18 +94,18 @@ def synthetic_crashes(n, day, seed=None, dump_kb=150, signatures=3000):
     for second in seconds:
         crash_id = crash_id_for(day, rng)
         submitted = start + timedelta(seconds=second)
-        product = _pick(rng, PRODUCTS)
+        product = weighted_choice(rng, PRODUCTS)
         major = rng.randint(115, 125)
         build = submitted - timedelta(days=rng.randint(1, 40))
         raw = {
             "ProductName": product, "Version": f"{major}.0.{rng.randint(0, 3)}",
-            "BuildID": build.strftime("%Y%m%d%H%M%S"), "ReleaseChannel": _pick(rng, CHANNELS),
-            "ProcessType": _pick(rng, PROCESS_TYPES), "CPUArchitecture": rng.choice(["amd64", "arm64", "x86"]),
+            "BuildID": build.strftime("%Y%m%d%H%M%S"), "ReleaseChannel": weighted_choice(rng, CHANNELS),
+            "ProcessType": weighted_choice(rng, PROCESS_TYPES), "CPUArchitecture": rng.choice(["amd64", "arm64", "x86"]),
             "CrashTime": str(int(submitted.timestamp()) - rng.randint(0, 60)),
             "InstallTime": str(int(build.timestamp())), "AvailablePhysicalMemory": str(rng.randrange(2**30, 2**35)),
             "Notes": "".join(rng.choice("abcdefghij \n") for _ in range(rng.randint(200, 1500))),
             "submitted_timestamp": submitted.isoformat(), "uuid": crash_id,
-            "legacy_processing": _pick(rng, THROTTLE), "throttle_rate": 10,
+            "legacy_processing": weighted_choice(rng, THROTTLE), "throttle_rate": 10,
         }
         if pending_hang is not None:  # second half of a hang pair: the child side
             raw["HangID"], raw["ProcessType"] = pending_hang, rng.choice(["plugin", "content"])

@@ -45,7 +45,7 @@ from datetime import datetime, timedelta, timezone
 from bench_common import peak_rss_mb, percentile, proc_rss_kb, processed_for, with_pool_size
 
 from socorro_store import open_store
-from socorro_store.demo import CHANNELS, PROCESS_TYPES, PRODUCTS, Zipf, signature_names
+from socorro_store.demo import CHANNELS, PROCESS_TYPES, PRODUCTS, Zipf, signature_names, weighted_choice
 
 DEFAULT_CRASHES = {"embedded": 1_000_000, "gateway": 300_000, "2017": 5_000}
 DUMP_2017_MEAN, DUMP_2017_P95, DUMP_2017_MAX = 500 * 1024, 1536 * 1024, 3 * 1024 * 1024
@@ -58,15 +58,6 @@ def lognormal_for(mean, p95):
     ratio = math.log(p95 / mean)
     sigma = _Z95 - math.sqrt(_Z95 ** 2 - 2 * ratio)
     return math.log(mean) - sigma ** 2 / 2, sigma
-
-
-def _weighted(rng, table):
-    x, acc = rng.random(), 0.0
-    for value, weight in table:
-        acc += weight
-        if x < acc:
-            return value
-    return table[-1][0]
 
 
 class Workload:
@@ -106,10 +97,10 @@ class Workload:
         rng = random.Random(self.seed * 1_000_003 + i)
         crash_id, submitted = self.crash_id(i), self.submitted(i)
         build = submitted - timedelta(days=rng.randint(1, 40))
-        process_type = _weighted(rng, PROCESS_TYPES)
+        process_type = weighted_choice(rng, PROCESS_TYPES)
         raw = {
-            "ProductName": _weighted(rng, PRODUCTS), "Version": f"{rng.randint(115, 125)}.0.{rng.randint(0, 3)}",
-            "BuildID": build.strftime("%Y%m%d%H%M%S"), "ReleaseChannel": _weighted(rng, CHANNELS),
+            "ProductName": weighted_choice(rng, PRODUCTS), "Version": f"{rng.randint(115, 125)}.0.{rng.randint(0, 3)}",
+            "BuildID": build.strftime("%Y%m%d%H%M%S"), "ReleaseChannel": weighted_choice(rng, CHANNELS),
             "ProcessType": process_type, "CPUArchitecture": rng.choice(["amd64", "arm64", "x86"]),
             "CrashTime": str(int(submitted.timestamp()) - rng.randint(0, 60)),
             "InstallTime": str(int(build.timestamp())), "AvailablePhysicalMemory": str(rng.randrange(2**30, 2**35)),

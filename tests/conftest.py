@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from socorro_store import open_store
 from socorro_store.backends import open_backend
 
 pytest_plugins = ["fixtures_gateway", "fixtures_hbase_docker", "fixtures_bigtable"]
@@ -64,6 +65,14 @@ def backend_url(request, backend_kind, tmp_path):
 @pytest.fixture
 def backend(backend_url):
     with open_backend(backend_url) as opened:
+        yield opened
+
+
+@pytest.fixture
+def store(backend_url):
+    """A crash store with every table created, on each backend of ``backend_url``."""
+    with open_store(backend_url) as opened:
+        opened.create_tables()
         yield opened
 
 

@@ -19,13 +19,6 @@ THREADS = 16
 PER_THREAD = 12
 
 
-@pytest.fixture
-def store(backend_url):
-    with open_store(backend_url) as opened:
-        opened.create_tables()
-        yield opened
-
-
 def _run_threads(work, action):
     """Run ``action(item)`` for each item of each list of ``work`` in its own thread; the outcomes."""
     outcomes = {}

@@ -15,13 +15,6 @@ DUMPS = {"upload_file_minidump": b"\x00MDMP" + bytes(300), "upload_file_minidump
 HOUR = (BASE_TIME, BASE_TIME + timedelta(hours=1))
 
 
-@pytest.fixture
-def store(backend_url):
-    with open_store(backend_url) as opened:
-        opened.create_tables()
-        yield opened
-
-
 def _pointer_rows(store, table):
     return [row for row, _cells in store.backend.scan(table)]
 

@@ -12,13 +12,6 @@ from socorro_store.schema import keys as K
 LEVEL_ROWS = ["2016", "2016-09", "2016-09-18", "2016-09-18T12", "2016-09-18T12:00"]
 
 
-@pytest.fixture
-def store(backend_url):
-    with open_store(backend_url) as opened:
-        opened.create_tables()
-        yield opened
-
-
 def test_submit_counters_at_every_level(store):
     a, b, c, d = (crash_id(s) for s in "abcd")
     store.save_raw_crashes([

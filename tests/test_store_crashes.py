@@ -13,13 +13,6 @@ from socorro_store.backends.base import Backend
 from socorro_store.schema import keys as K
 
 
-@pytest.fixture
-def store(backend_url):
-    with open_store(backend_url) as opened:
-        opened.create_tables()
-        yield opened
-
-
 def test_raw_crash_and_dumps_round_trip(store, tmp_path):
     cid = crash_id("a")
     dumps = {"upload_file_minidump": b"\x00MDMP" + bytes(5000), "upload_file_minidump_browser": b"browser"}

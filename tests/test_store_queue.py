@@ -19,13 +19,6 @@ from socorro_store.schema import keys as K
 from socorro_store.schema import queue_keys as QK
 
 
-@pytest.fixture
-def store(backend_url):
-    with open_store(backend_url) as opened:
-        opened.create_tables()
-        yield opened
-
-
 @pytest.fixture(scope="module")
 def shared_store(tmp_path_factory):
     """One embedded store for the property test (each example uses its own day)."""

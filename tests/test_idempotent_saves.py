@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from store_helpers import BASE_TIME, all_rows, crash_id, processed, raw_crash
 
-from socorro_store import CrashConflict, open_store
+from socorro_store import CrashConflict
 from socorro_store.crashstore import resubmissions
 from socorro_store.crashstore.crashes import prepare_raw
 from socorro_store.schema import keys as K

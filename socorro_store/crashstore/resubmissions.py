@@ -38,13 +38,12 @@ from ..schema import keys as K
 
 NEW = "new"
 RETRY = "retry"
-_STATE_COLUMNS = [K.COL_OOID, K.COL_SUBMITTED, K.COL_PROCESSED]
 
 
 def sort_out(backend, prepared):
     """One outcome per prepared raw crash, in order: :data:`NEW`, :data:`RETRY` or a :class:`CrashConflict`."""
     rows = list(dict.fromkeys(c.row for c in prepared))
-    found = backend.get_rows(K.CRASH_REPORTS, rows, columns=_STATE_COLUMNS)
+    found = backend.get_rows(K.CRASH_REPORTS, rows, columns=[K.COL_SUBMITTED])  # stored or not
     stored = [row for row in rows if K.COL_SUBMITTED in found.get(row, {})]
     payloads = {}
     if stored:

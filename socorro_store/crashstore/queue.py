@@ -257,16 +257,15 @@ class Taker:
         histories = append_claims(self.backend, {h.claim_row: record for h in claims})
         kept, lost, cleanup = [], [], []
         for claim in claims:
-            history = histories[claim.claim_row]
-            lease = lease_of(history)
-            if lease.done:
-                cleanup.append(RowMutation(claim.claim_row, delete_row=True))
-                lost.append(claim.crash_id)
-            elif lease.token(history) == self.token and lease.attempts < self.max_attempts:
-                claim.expires = lease.expires
+            renewed, _dead, leftover = self.judge(claim.claim_row, claim.crash_id, claim.state,
+                                                  histories[claim.claim_row])
+            if renewed is not None:
+                claim.expires = renewed.expires
                 kept.append(claim)
-            else:
+            else:  # taken over, processed (its leftover row goes), or out of attempts
                 lost.append(claim.crash_id)
+                if leftover is not None:
+                    cleanup.append(leftover)
         self.held.discard(lost, self.token)
         if cleanup:
             self.backend.mutate_rows(UNPROCESSED_FLAG, cleanup)

@@ -30,9 +30,8 @@ from ..schema.crash_facts import process_type_of
 from ..schema.queue_keys import COL_DEAD, COL_DEAD_LETTER, claim_cell, dead_letter_key
 from ..schema.stored import parse_stored_time_index_key, stored_time, time_index_key_forms
 from . import counters
-from .claims import encode_done, now_ms
 from .queue import (
-    by_claim_row,
+    claims_done_mutations,
     lease_of,
     merged_scan,
     read_claims,
@@ -309,12 +308,6 @@ def _write_processed(backend, crashes, live_counters, known):
     # the queue pointers go once the processed crash row is stored
     backend.mutate_tables({**queue_deletes, K.SIGNATURE_OOID: stale})
     live_counters.send(increments, lambda: counters.first_seen(backend, fresh, live_counters.seen_markers))
-
-
-def claims_done_mutations(queue_rows):
-    """Puts that end the claim histories of ``queue_rows`` (one mutation per claim row)."""
-    done = encode_done(now_ms())
-    return [RowMutation(claim_row, puts) for claim_row, puts in by_claim_row(dict.fromkeys(queue_rows, done)).items()]
 
 
 def unique_crash_ids(crash_ids):

@@ -88,6 +88,7 @@ from .claims import (  # noqa: F401 - the claim vocabulary, re-exported for call
     HeldClaims,
     decode_claims,
     encode_claim,
+    encode_done,
     lease_of,
     live_claim,
     now_ms,
@@ -448,6 +449,13 @@ def by_claim_row(values):
         claim_row, column = claim_cell(row)
         out.setdefault(claim_row, {})[column] = value
     return out
+
+
+def claims_done_mutations(queue_rows):
+    """Puts that end the claim histories of ``queue_rows`` (one mutation per claim row): written
+    with the processed crash's queue deletes, in the same call."""
+    done = encode_done(now_ms())
+    return [RowMutation(claim_row, puts) for claim_row, puts in by_claim_row(dict.fromkeys(queue_rows, done)).items()]
 
 
 def append_claims(backend, records):

@@ -192,6 +192,11 @@ def test_job_run_layouts_round_trip(job, started_ms, nonce):
         K.run_id_key(run_id + "x")
 
 
+@given(crash_ids())
+def test_crash_day_prefix_is_a_prefix_of_the_day_s_crash_rows(crash_id):
+    assert K.crash_row_key(crash_id).startswith(K.crash_day_prefix(crash_id[0], K.crash_date(crash_id)))
+
+
 @given(crash_ids(), moments, st.booleans())
 def test_claim_cell_round_trip(crash_id, moment, priority):
     queue_row = K.priority_key(crash_id, moment) if priority else K.time_index_key(crash_id, moment)

@@ -196,10 +196,9 @@ def _count_hang_pairs(backend, hang_sides, tally):
 def _cross_check(backend, start, end, tally, on_page=None, page_size=PAGE):
     """Mark the minutes of crash rows of the day that the index pass did not count."""
     day = start.replace(hour=0, minute=0, second=0, microsecond=0)
-    yymmdd = day.strftime("%y%m%d").encode("ascii")
     per_minute = collections.Counter()
     for salt_char in K.SALTS:
-        for n, (row, cells) in enumerate(backend.scan(K.CRASH_REPORTS, prefix=salt_char.encode() + yymmdd,
+        for n, (row, cells) in enumerate(backend.scan(K.CRASH_REPORTS, prefix=K.crash_day_prefix(salt_char, day),
                                                       columns=[K.COL_SUBMITTED], page_size=page_size)):
             crash_id = row[7:].decode("ascii", "replace")
             try:

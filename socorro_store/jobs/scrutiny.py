@@ -152,7 +152,7 @@ def _crash_pages(backend, since, until, page_size=PAGE):
     if since is None:
         scans = [backend.scan(K.CRASH_REPORTS, columns=_COLUMNS, page_size=page_size)]
     else:
-        scans = (backend.scan(K.CRASH_REPORTS, prefix=salt_char.encode() + day.strftime("%y%m%d").encode(),
+        scans = (backend.scan(K.CRASH_REPORTS, prefix=K.crash_day_prefix(salt_char, day),
                               columns=_COLUMNS, page_size=page_size)
                  for day in _days(since, until) for salt_char in K.SALTS)
     page = {}

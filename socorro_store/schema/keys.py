@@ -159,6 +159,12 @@ def crash_row_key(crash_id):
     return (crash_id[0] + crash_id[-6:] + crash_id).encode("ascii")
 
 
+def crash_day_prefix(salt_char, day):
+    """The crash_reports rows of one salt and one crash-id day: ``salt + YYMMDD`` (a prefix of
+    :func:`crash_row_key`)."""
+    return salt_char.encode("ascii") + day.strftime("%y%m%d").encode("ascii")
+
+
 def crash_id_from_row_key(key):
     """Inverse of :func:`crash_row_key`; raises InvalidArgument for a malformed key."""
     if not isinstance(key, bytes) or len(key) != 7 + CRASH_ID_LEN:

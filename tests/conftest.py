@@ -1,8 +1,9 @@
 """Backend fixtures shared by every suite.
 
 ``backend_url`` is parametrized over every backend kind.  Each test gets an isolated namespace:
-a fresh directory (embedded), a fresh table prefix (hbase through the gateway or a real HBase),
-or a fresh instance id (Bigtable emulator).  Kinds whose environment is absent skip with the
+a fresh directory (embedded), a fresh table prefix (hbase through the gateway or in Docker), a
+prefix of its own emptied after each test (a real HBase: ``fixtures_hbase_real.py``), or a fresh
+instance id (Bigtable emulator).  Kinds whose environment is absent skip with the
 reason.  Server fixtures live in ``fixtures_*.py`` beside this file.
 """
 
@@ -13,13 +14,14 @@ import pytest
 from socorro_store import open_store
 from socorro_store.backends import open_backend
 
-pytest_plugins = ["fixtures_gateway", "fixtures_hbase_docker", "fixtures_bigtable"]
+pytest_plugins = ["fixtures_gateway", "fixtures_hbase_docker", "fixtures_hbase_real", "fixtures_bigtable"]
 
 # kind -> name of a session fixture returning a base URL for that kind
 SERVER_FIXTURES = {
     "gateway-buffered-binary": "gateway_buffered_binary_url",
     "gateway-framed-compact": "gateway_framed_compact_url",
     "hbase-docker": "hbase_docker_url",
+    "hbase-real": "hbase_real_url",
     "bigtable-emulator": "bigtable_emulator_url",
 }
 BACKEND_KINDS = ["embedded", *SERVER_FIXTURES]
@@ -56,10 +58,16 @@ def backend_kind(request):
 
 @pytest.fixture
 def backend_url(request, backend_kind, tmp_path):
+    if backend_kind == "hbase-real":  # tables are slow to create there: reuse emptied ones
+        pool = request.getfixturevalue("hbase_real_pool")
+        url = pool.acquire(want_specs="store" in request.fixturenames)
+        yield url
+        pool.release(url)
+        return
     base_url = None
     if backend_kind != "embedded":
         base_url = request.getfixturevalue(SERVER_FIXTURES[backend_kind])
-    return isolated_url(backend_kind, base_url, tmp_path)
+    yield isolated_url(backend_kind, base_url, tmp_path)
 
 
 @pytest.fixture

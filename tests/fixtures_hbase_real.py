@@ -1,0 +1,151 @@
+"""Session fixtures: a real Apache HBase 2.6 (no Docker), and table sets reused between tests.
+
+``hbase_real_url`` is ``$SOCORRO_STORE_TEST_HBASE`` (``hbase://HOST:PORT…``: an operator's own
+cluster, or one already running) when it is set; otherwise :class:`local_hbase.LocalHBase` starts
+one for the session (jars fetched from Maven Central on first use and cached outside the repo).
+Without Java or Maven, the tests that need it skip and say what is missing.
+
+Isolation.  Creating a table on HBase takes ~0.3 s (a create is a master procedure, a region
+assignment and a region open), so a fresh prefix per test with the store's 12 tables would cost
+~4 s a test.  Instead :class:`TablePool` hands each test a prefix of its own and takes it back
+afterwards: tables that are not the shipped specs' are dropped, the spec tables are emptied with
+row deletes and kept, and the prefix goes back to the pool.  A test asking for ``store`` gets a
+prefix that already holds the spec tables (``create_tables`` then only verifies them); any other
+test gets a prefix holding no table at all.  No test sees another's rows.
+
+Emptying with deletes leaves HBase's delete markers behind (until a major compaction), and a
+marker hides every older cell: a reused prefix is handed out only after the clock has passed the
+markers.  Only the spec tables are reused this way; the contract suites, which write explicit
+timestamps in the past, create tables of their own names, and those are always new.
+"""
+
+import os
+import threading
+import time
+import uuid
+
+import pytest
+
+from socorro_store.backends import open_backend
+from socorro_store.schema.spec_loader import load_specs
+
+
+def _start_local_hbase(tmp_path_factory):
+    try:
+        from local_hbase import HBaseUnavailable, LocalHBase, require_tools
+    except ImportError as exc:  # pragma: no cover - tools/ is on pytest's pythonpath
+        pytest.skip(f"tools/local_hbase.py not importable: {exc}")
+    try:
+        require_tools()
+    except HBaseUnavailable as exc:
+        return None, str(exc)
+    hbase = LocalHBase(tmp_path_factory.mktemp("hbase-real"), log=lambda msg: print(msg))
+    try:
+        hbase.start(timeout_s=float(os.environ.get("SOCORRO_STORE_HBASE_START_TIMEOUT", "180")))
+    except HBaseUnavailable as exc:
+        pytest.fail(f"real HBase did not start: {exc}", pytrace=False)
+    return hbase, None
+
+
+@pytest.fixture(scope="session")
+def hbase_real(tmp_path_factory):
+    """``(url, LocalHBase or None)``; skips without Java or Maven."""
+    external = os.environ.get("SOCORRO_STORE_TEST_HBASE")
+    if external:
+        yield external, None
+        return
+    hbase, missing = _start_local_hbase(tmp_path_factory)
+    if hbase is None:
+        pytest.skip(f"no real HBase: {missing}")
+    try:
+        yield hbase.url, hbase
+    finally:
+        hbase.stop()
+
+
+@pytest.fixture(scope="session")
+def hbase_real_url(hbase_real):
+    return hbase_real[0]
+
+
+def _with_prefix(base_url, prefix):
+    sep = "&" if "?" in base_url else "?"
+    return f"{base_url}{sep}table_prefix={prefix}"
+
+
+class TablePool:
+    """Prefixes on one HBase, handed to one test at a time and emptied between tests."""
+
+    def __init__(self, base_url):
+        self.base_url = base_url
+        self.session_tag = "r" + uuid.uuid4().hex[:6]
+        self.spec_tables = sorted(load_specs())
+        self._lock = threading.Lock()
+        self._empty = []      # prefixes holding no table
+        self._with_specs = []  # prefixes holding exactly the spec tables, emptied
+        self._released_at = {}
+        self.all_prefixes = []
+
+    def fresh(self):
+        prefix = f"{self.session_tag}{len(self.all_prefixes):04d}"
+        self.all_prefixes.append(prefix)
+        return prefix
+
+    def acquire(self, want_specs):
+        with self._lock:
+            if want_specs and self._with_specs:
+                prefix = self._with_specs.pop()
+            elif self._empty:
+                prefix = self._empty.pop()
+            else:
+                prefix = self.fresh()
+        # HBase's delete markers carry the ms of the delete: a put in that same ms would be hidden
+        wait = self._released_at.pop(prefix, 0) + 0.005 - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        return _with_prefix(self.base_url, prefix)
+
+    def release(self, url):
+        """Empty ``url``'s prefix: drop non-spec tables, delete every row of spec tables."""
+        prefix = url.rsplit("table_prefix=", 1)[1]
+        with open_backend(url) as backend:
+            tables = backend.list_tables()
+            keep = tables == self.spec_tables
+            for table in tables:
+                if keep:
+                    truncate(backend, table)
+                else:
+                    backend.drop_table(table)
+        self._released_at[prefix] = time.time()
+        with self._lock:
+            (self._with_specs if keep else self._empty).append(prefix)
+
+    def drop_all(self):
+        """Drop every table this session made (an operator's cluster is left as it was)."""
+        for prefix in self.all_prefixes:
+            with open_backend(_with_prefix(self.base_url, prefix)) as backend:
+                for table in backend.list_tables():
+                    backend.drop_table(table)
+
+
+def truncate(backend, table):
+    """Delete every row of ``table`` (cells and all versions), in batches."""
+    from socorro_store.backends.base import RowMutation
+
+    batch = []
+    for row, _cells in backend.scan(table, include_timestamp=False):
+        batch.append(RowMutation(row, delete_row=True))
+        if len(batch) == 500:
+            backend.mutate_rows(table, batch)
+            batch = []
+    if batch:
+        backend.mutate_rows(table, batch)
+
+
+@pytest.fixture(scope="session")
+def hbase_real_pool(hbase_real):
+    url, local = hbase_real
+    pool = TablePool(url)
+    yield pool
+    if local is None:  # a cluster we did not start: leave no table behind
+        pool.drop_all()

@@ -90,8 +90,15 @@ def translate_error(exc, table=None):
 class HBaseBackend(Backend):
     """The contract over Thrift1.  Thread-safe: every call borrows a pooled connection."""
 
-    # Thrift1's ColumnDescriptor has no block size: use `tables ddl` for the HBase shell.
+    # Thrift1's ColumnDescriptor (Hbase.thrift) has no block size field: createTable cannot set
+    # it and getColumnDescriptors cannot read it, so HBase gives every family created here its
+    # built-in default.  Listed as not applicable (never drift) and, with that default, as
+    # unreachable, so `tables describe|verify` say "unchecked" instead of passing it silently.
     not_applicable_attributes = ("BLOCKSIZE",)
+    unreachable_attributes = {"BLOCKSIZE": 65536}
+    # Thrift1's createTable takes column descriptors only, no split keys: a new table is one
+    # region.  `tables create` says so; `tables ddl` gives the HBase shell statements with SPLITS.
+    presplit_at_create = False
 
     def __init__(self, host="localhost", port=9090, transport="buffered", protocol="binary",
                  table_prefix=None, pool_size=4, timeout_ms=30000, retries=3, backoff_s=0.05,
@@ -249,8 +256,9 @@ class HBaseBackend(Backend):
         for raw_name, d in descriptors.items():
             fam = raw_name.rstrip(b":").decode("utf-8", "replace")
             ttl = d.timeToLive if d.timeToLive and d.timeToLive > 0 else FOREVER
+            # blocksize None: Thrift1 does not carry it (see unreachable_attributes)
             families[fam] = FamilySpec(name=fam, compression=_text(d.compression).upper(),
-                                       versions=d.maxVersions, ttl=ttl,
+                                       versions=d.maxVersions, ttl=ttl, blocksize=None,
                                        in_memory=bool(d.inMemory), blockcache=bool(d.blockCacheEnabled))
         return families
 

@@ -88,6 +88,20 @@ class StreamCorrupt(SocorroStoreError):
         super().__init__(f"export stream corrupt at byte {offset}: {problem}")
 
 
+class RecordRefused(StreamCorrupt, InvalidArgument):
+    """An export record is readable but inconsistent: its documents name another crash than the
+    record's ``crash_id`` (a processed ``uuid``, a raw ``uuid``), or fail the store's validation.
+
+    Refused before anything of it is written, so an import never writes a crash other than the
+    record's own; every crash before it was imported.  ``crash_id`` is the record's crash id.
+    Bad input (the CLI exits 2).
+    """
+
+    def __init__(self, offset, crash_id, problem):
+        self.crash_id = crash_id
+        super().__init__(offset, f"crash record {crash_id!r} refused: {problem}")
+
+
 class CrashConflict(SocorroStoreError):
     """A crash id is already stored with another payload (annotations or dumps differ).
 

@@ -15,8 +15,10 @@ imports byte for byte as it was.  Export reads crash rows one at a time, in subm
 Import (:func:`import_crashes`) saves each crash through the crash store's own write path, so its
 pointers, queue rows and live counters are written as a collector and a processor would have
 written them: a processed crash arrives processed, an unprocessed one queued, a pending
-reprocessing request pending.  A crash already stored is skipped, so importing twice changes
-nothing.  Then, when anything was imported, the ``rollup`` job recomputes the closed intervals
+reprocessing request pending.  A crash already stored is skipped (never overwritten), so
+importing twice changes nothing.  A record is refused (:class:`~socorro_store.errors.RecordRefused`,
+nothing of it written) when a document in it names another crash than the record's ``crash_id``
+or fails the store's validation: an import writes only the record's own crash.  Then, when anything was imported, the ``rollup`` job recomputes the closed intervals
 of the imported days (from the first to the last, with their months and years): the counters are exact, as rollup makes them.  A truncated or corrupt
 stream raises :class:`~socorro_store.errors.StreamCorrupt` with the byte offset of the first
 record it could not use; every crash before it is imported (each save is complete on its own).
@@ -29,8 +31,7 @@ from datetime import timedelta
 import msgpack
 
 from ..crashstore import crashes
-from ..crashstore.inspect import crash_exists
-from ..errors import InvalidArgument, StreamCorrupt
+from ..errors import CrashConflict, InvalidArgument, RecordRefused, StreamCorrupt
 from ..schema import keys as K
 from . import rollup, runs
 
@@ -105,7 +106,17 @@ def _records(stream):
             return
 
 
+#: Keys of the documents that name a crash: each must name the record's own crash when present.
+_ID_KEYS = ("uuid", "crash_id", "ooid")
+
+
 def _crash_fields(offset, record):
+    """``(crash_id, raw crash, dumps, processed crash or None, priority request time or None)``
+    of a crash record, every part validated before anything is written.
+
+    StreamCorrupt for a record that is not a crash record; :class:`RecordRefused` for one that is
+    readable but inconsistent (a document naming another crash) or fails the store's validation.
+    """
     try:
         crash_id, raw_text, blobs = record["crash_id"], record["raw_crash"], record["dumps"]
         processed_text, priority = record.get("processed"), record.get("priority")
@@ -114,12 +125,29 @@ def _crash_fields(offset, record):
             raise TypeError("a field has the wrong type")
         raw = json.loads(raw_text)
         processed = json.loads(processed_text) if processed_text is not None else None
-        prepared = crashes.prepare_raw(raw, blobs, crash_id)
-        done = crashes.prepare_processed(processed) if processed is not None else None
-        requested = K.parse_key_timestamp(priority.encode("ascii")) if priority else None
-    except (KeyError, TypeError, ValueError, InvalidArgument) as exc:
+    except (KeyError, TypeError, ValueError) as exc:
         raise StreamCorrupt(offset, f"bad crash record: {exc}") from None
-    return crash_id, prepared, done, requested
+    try:
+        K.validate_crash_id(crash_id)
+        for what, document in (("raw crash", raw), ("processed crash", processed)):
+            if document is None:
+                continue
+            if not isinstance(document, dict):
+                raise InvalidArgument(f"the {what} is not a JSON object")
+            # The processed crash is saved under its own ``uuid``: one naming another stored
+            # crash would overwrite that crash.  Every id a document carries must be the record's.
+            for key in _ID_KEYS:
+                if key in document and document[key] != crash_id:
+                    raise InvalidArgument(f"the {what}'s {key} {document[key]!r} is not the record's crash id")
+        if processed is not None and "uuid" not in processed:
+            raise InvalidArgument("the processed crash has no uuid")
+        crashes.prepare_raw(raw, blobs, crash_id)  # validation only: the store saves it again
+        if processed is not None:
+            crashes.prepare_processed(processed)
+        requested = K.parse_key_timestamp(priority.encode("ascii", "replace")) if priority else None
+    except InvalidArgument as exc:
+        raise RecordRefused(offset, crash_id, str(exc)) from None
+    return crash_id, raw, blobs, processed, requested
 
 
 def import_crashes(store, stream, progress=None, rollup_counters=True):
@@ -152,15 +180,15 @@ def import_crashes(store, stream, progress=None, rollup_counters=True):
         if kind != "crash":
             raise StreamCorrupt(offset, f"unknown record kind {kind!r}")
         digest.update(_pack(record))
-        crash_id, prepared, processed, requested = _crash_fields(offset, record)
+        crash_id, raw, blobs, processed, requested = _crash_fields(offset, record)
         report["crashes"] += 1
-        if crash_exists(backend, crash_id):
+        submitted = _save(store, offset, crash_id, raw, blobs, processed, requested)
+        if submitted is None:
             report["skipped"] += 1
         else:
-            _save(store, prepared, processed, requested)
             report["imported"] += 1
             report["processed" if processed is not None else "queued"] += 1
-            day = prepared.submitted.date()
+            day = submitted.date()
             first_day = day if first_day is None or day < first_day else first_day
             last_day = day if last_day is None or day > last_day else last_day
         if progress:
@@ -181,11 +209,22 @@ def import_crashes(store, stream, progress=None, rollup_counters=True):
     return report
 
 
-def _save(store, prepared, processed, requested):
-    """One crash through the store's write path: raw (queued), then processed, then a pending
-    priority request."""
-    crashes.write_raw(store.backend, [prepared], store.live_counters)
+def _save(store, offset, crash_id, raw, blobs, processed, requested):
+    """One crash through the store's own write path (its validation and size checks, its
+    retry-or-conflict check): raw (queued), then processed, then a pending priority request.
+
+    Returns the crash's submitted time, or None when the crash was already stored (the same
+    crash, or another under its id: never overwritten).  Only the record's own crash is written.
+    """
+    try:
+        if not store.save_raw_crashes([(raw, blobs, crash_id)]):
+            return None  # stored already (perhaps by a concurrent save): left as it is
+    except CrashConflict:
+        return None  # another crash is stored under this id: it stays
+    except InvalidArgument as exc:  # the store's own limits (its cell size, its request size)
+        raise RecordRefused(offset, crash_id, str(exc)) from None
     if processed is not None:
-        crashes.write_processed(store.backend, [processed], store.live_counters)
+        store.save_processed_crashes([processed])
     if requested is not None:
-        crashes.enqueue_priority(store.backend, [prepared.crash_id], requested, store.live_counters)
+        crashes.enqueue_priority(store.backend, [crash_id], requested, store.live_counters)
+    return K.parse_timestamp(raw["submitted_timestamp"])

@@ -455,6 +455,91 @@ def gateway_kill_trial(directory, seed, count=400, writers=2, rng=None):
     return result
 
 
+def drain_queue(url, processor_id="chaos-drain"):
+    """Every crash id the standard queue yields to one fresh processor, in the order taken; a
+    crash the queue holds twice appears twice.  Crashes still leased to a killed processor are
+    not yielded (their lease has not expired); the drained ones stay claimed by this processor."""
+    from socorro_store import open_store
+
+    taken = []
+    with open_store(url) as store:
+        while True:
+            batch = list(store.new_crashes(processor_id=processor_id))
+            if not batch:
+                return taken
+            taken += batch
+
+
+def server_kill_trial(url, kill_server, restart_server, workdir, seed, count=400, writers=2, processors=1, rng=None,
+                      client_options="timeout_ms=3000&retries=2"):
+    """Ingest into ``url`` with ``writers`` writer and ``processors`` processor children, call
+    ``kill_server()`` mid-ingest (any server-side failure: a gateway, HBase's Thrift server, the
+    HBase JVM), wait until every child gave up, call ``restart_server()``, then check through
+    ``url``.
+
+    ``url`` must name a store no one else writes (a fresh table prefix).  Returns
+    :func:`check_store`'s figures plus killed_mid_ingest, raw_errors / typed_errors (of every
+    child), drained (crash ids the queue yields afterwards), drained_twice (yielded more than
+    once), drained_processed (yielded although acknowledged as processed) and drained_absent
+    (yielded but not stored).
+
+    The processors do all the processing: a writer that also processed its own crashes (as
+    :func:`gateway_kill_trial`'s do) would race a processor that took the crash from the queue,
+    and both would acknowledge it.
+    """
+    from socorro_store import open_store
+    from socorro_store.backends import open_backend
+
+    rng = rng or random.Random(seed)
+    with open_store(url) as store:
+        store.create_tables()
+    client_url = f"{url}{'&' if '?' in url else '?'}{client_options}"
+    workload, procs, save_paths, proc_paths = [], [], [], []
+    for w in range(writers):
+        path = os.path.join(str(workdir), f"kill-acks-{seed}-w{w}")
+        workload.append((seed, w * count, count))
+        procs.append(spawn_writer(client_url, seed, w * count, count, path, process_every=0))
+        save_paths.append(path)
+    for p in range(processors):
+        path = os.path.join(str(workdir), f"kill-acks-{seed}-p{p}")
+        # no done file: a processor runs until the kill makes it fail
+        procs.append(spawn("processor", client_url, path, os.path.join(str(workdir), "never"), 20))
+        proc_paths.append(path)
+    wait_for_acks(save_paths[0], rng.randrange(10, 40), procs[0])
+    time.sleep(rng.uniform(0, 0.4))
+    killed_running = all(p.poll() is None for p in procs)
+    kill_server()
+    for proc in procs:
+        try:
+            proc.wait(120)  # each child gets BackendUnavailable and stops
+        except subprocess.TimeoutExpired:
+            kill(proc)  # still blocked: end it (what it did not acknowledge does not count)
+    restart_server()
+    saved, processed = merge_acks(save_paths), merge_acks(proc_paths)
+    acks = {"S": saved["S"], "P": saved["P"] + processed["P"], "E": saved["E"] + processed["E"],
+            "X": saved["X"] + processed["X"]}
+    result = check_store(url, workload, acks)
+    drained = drain_queue(url)
+    with open_backend(url) as backend:
+        stored = {raw["uuid"] for raw, _processed in _present(backend, _workload_crashes(workload))}
+    result.update(
+        killed_mid_ingest=killed_running, raw_errors=len(acks["X"]), typed_errors=len(acks["E"]),
+        raw_error_examples=acks["X"][:3], typed_error_examples=acks["E"][:3], drained=len(drained),
+        drained_twice=len(drained) - len(set(drained)),
+        drained_processed=len(set(drained) & set(acks["P"])),
+        drained_absent=len(set(drained) - stored))
+    return result
+
+
+def _workload_crashes(workload):
+    by_id = {}
+    for seed, start, count in workload:
+        for i in range(start, start + count):
+            crash_id, raw, dumps = make_raw(seed, i)
+            by_id[crash_id] = (raw, dumps)
+    return by_id
+
+
 def fault_trial(directory, seed, count=150, rng=None, fault_rate=0.3, delay_s=0.5):
     """Save and process crashes through a :class:`FaultProxy` in front of a gateway, breaking
     calls at random; then check the store through the gateway directly.

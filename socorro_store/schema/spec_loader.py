@@ -19,15 +19,17 @@ bad values and duplicate families or tables with a :class:`SpecError` naming the
 the field, and it validates every file before anything is created.
 """
 
+import dataclasses
 import re
 import sys
 from pathlib import Path
 
-from ..errors import SpecError
+from ..errors import InvalidArgument, SpecError
 from .specs import ATTRIBUTE_NAMES, FOREVER, SALTS, FamilySpec, TableSpec, family_from_attributes
 
 __all__ = ["FOREVER", "SALTS", "COMPRESSIONS", "FamilySpec", "TableSpec", "family_from_attributes",
-           "default_spec_dir", "load_spec_file", "load_specs", "compare", "hbase_shell_ddl"]
+           "default_spec_dir", "load_spec_file", "load_specs", "compare", "hbase_shell_ddl",
+           "check_codec_map", "parse_codec_map", "apply_codec_map"]
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -155,12 +157,84 @@ def load_specs(directory=None):
     return specs
 
 
-def compare(spec, live_families, not_applicable=()):
+def check_codec_map(codec_map):
+    """Validate ``{SPEC_CODEC: CLUSTER_CODEC}`` and return it upper-cased (None gives ``{}``).
+
+    A codec map says which codec a cluster uses in place of one it lacks: ``{"LZO": "GZ"}``
+    creates every family the specs give LZO with GZ.  Both sides must be known codecs; NONE
+    cannot be mapped (every cluster has it), nor a codec to itself.  A map applies once: it
+    is not followed through chains (``LZO→SNAPPY, SNAPPY→GZ`` creates LZO families with SNAPPY).
+    """
+    if codec_map is None:
+        return {}
+    if not isinstance(codec_map, dict):
+        raise InvalidArgument(f"codec map must be a dict {{SPEC_CODEC: CLUSTER_CODEC}}, not {codec_map!r}")
+    out = {}
+    for source, target in codec_map.items():
+        if not isinstance(source, str) or not isinstance(target, str):
+            raise InvalidArgument(f"codec map entries are codec names, not {source!r}: {target!r}")
+        source, target = source.strip().upper(), target.strip().upper()
+        for codec in (source, target):
+            if codec not in COMPRESSIONS:
+                raise InvalidArgument(f"codec map: unknown codec {codec!r} (known: {', '.join(COMPRESSIONS)})")
+        if source == "NONE":
+            raise InvalidArgument("codec map: NONE cannot be mapped (every cluster has it)")
+        if source == target:
+            raise InvalidArgument(f"codec map: {source} is mapped to itself")
+        if out.get(source, target) != target:
+            raise InvalidArgument(f"codec map: {source} is mapped twice ({out[source]} and {target})")
+        out[source] = target
+    return out
+
+
+def parse_codec_map(items):
+    """``["LZO=GZ", "SNAPPY=NONE,LZ4=GZ", …]`` (the CLI's ``--codec-map``) as a checked dict.
+
+    Each item holds one or more ``FROM=TO`` pairs separated by commas.  Raises
+    :class:`InvalidArgument` naming the bad item.
+    """
+    pairs = {}
+    for item in items or ():
+        for pair in str(item).split(","):
+            pair = pair.strip()
+            if not pair:
+                continue
+            source, sep, target = pair.partition("=")
+            if not sep or not source.strip() or not target.strip():
+                raise InvalidArgument(f"codec map: {pair!r} is not FROM=TO (e.g. LZO=GZ)")
+            source = source.strip().upper()
+            if source in pairs and pairs[source] != target.strip().upper():
+                raise InvalidArgument(f"codec map: {source} is mapped twice ({pairs[source]} and "
+                                      f"{target.strip().upper()})")
+            pairs[source] = target.strip().upper()
+    return check_codec_map(pairs)
+
+
+def apply_codec_map(spec, codec_map):
+    """``(spec as the cluster gets it, {family: (spec codec, cluster codec)})`` under a checked map."""
+    mapped = {}
+    families = []
+    for fam in spec.families:
+        target = codec_map.get(fam.compression)
+        if target is None:
+            families.append(fam)
+        else:
+            mapped[fam.name] = (fam.compression, target)
+            families.append(dataclasses.replace(fam, compression=target))
+    if not mapped:
+        return spec, mapped
+    return dataclasses.replace(spec, families=tuple(families)), mapped
+
+
+def compare(spec, live_families, not_applicable=(), codec_map=None):
     """Differences between a spec and a live table's ``{family: FamilySpec}``.
 
     Returns a list of human-readable strings, empty when they match.  Attributes named in
-    ``not_applicable`` (those a backend does not have) are never reported as drift.
+    ``not_applicable`` (those a backend does not have, or cannot read) are never reported as
+    drift.  Under ``codec_map`` (see :func:`check_codec_map`) a family's codec matches when it is
+    the spec's or the one the map gives for it; any other codec is drift.
     """
+    codec_map = codec_map or {}
     diffs = []
     for fam in spec.families:
         live = live_families.get(fam.name)
@@ -169,16 +243,25 @@ def compare(spec, live_families, not_applicable=()):
             continue
         want, have = fam.attributes(), live.attributes()
         for attr, value in want.items():
-            if attr not in not_applicable and have[attr] != value:
-                diffs.append(f"{spec.name}: family {fam.name}: {attr} is {have[attr]!r}, spec says {value!r}")
+            if attr in not_applicable or have[attr] == value:
+                continue
+            if attr == "COMPRESSION" and value in codec_map:
+                if have[attr] == codec_map[value]:
+                    continue
+                diffs.append(f"{spec.name}: family {fam.name}: {attr} is {have[attr]!r}, spec says {value!r} "
+                             f"(mapped to {codec_map[value]!r})")
+                continue
+            diffs.append(f"{spec.name}: family {fam.name}: {attr} is {have[attr]!r}, spec says {value!r}")
     for name in live_families:
         if spec.family(name) is None:
             diffs.append(f"{spec.name}: family {name} is not in the spec")
     return diffs
 
 
-def hbase_shell_ddl(spec, table_prefix=""):
-    """An HBase shell ``create`` statement for ``spec`` (SPLITS on salt boundaries if salted)."""
+def hbase_shell_ddl(spec, table_prefix="", codec_map=None):
+    """An HBase shell ``create`` statement for ``spec`` (SPLITS on salt boundaries if salted),
+    with codecs as ``codec_map`` (see :func:`check_codec_map`) maps them."""
+    spec, _mapped = apply_codec_map(spec, check_codec_map(codec_map))
     parts = []
     for fam in spec.families:
         attrs = fam.attributes()

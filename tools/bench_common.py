@@ -9,6 +9,7 @@ import collections
 import os
 import resource
 import threading
+import time
 import uuid
 from datetime import datetime, timezone
 
@@ -101,3 +102,61 @@ class RoleCalls:
 
     def detach(self):
         self.backend.__dict__.pop("count_call", None)
+
+
+# -- what bounds a run: CPU of the client, the servers and everyone else ------------------------
+
+def cpu_seconds(pid):
+    """User + system CPU seconds process ``pid`` (all its threads) has used; 0.0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()  # the name may hold spaces
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def machine_busy_seconds():
+    """``(busy, total)`` CPU seconds of the whole machine, all cores, since boot (/proc/stat)."""
+    with open("/proc/stat") as handle:
+        values = [int(v) for v in handle.readline().split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(values[:8]) - idle) / tick, sum(values[:8]) / tick
+
+
+class CpuShare:
+    """CPU used over an interval by named server processes and by the whole machine.
+
+    ``servers`` maps a name (``hbase``, ``thrift``, ``gateway``) to a pid.  :meth:`stop` returns
+    ``{name: cores}``: each server's CPU seconds over the wall time (1.0 = one core busy), plus
+    ``machine`` (every process, ours and other users', in cores) and ``cores`` (how many the
+    machine has).  A client that reports its own CPU (``time.process_time()``) completes the
+    picture: whatever is near a full core (a Python client under the GIL) or near ``cores`` in
+    total bounds the run; when nothing is, round trips (latency) do.
+    """
+
+    def __init__(self, servers):
+        self.servers = dict(servers)
+
+    def start(self):
+        self._t0 = time.perf_counter()
+        self._cpu0 = {name: cpu_seconds(pid) for name, pid in self.servers.items()}
+        self._machine0 = machine_busy_seconds()[0]
+        return self
+
+    def stop(self):
+        wall = max(1e-9, time.perf_counter() - self._t0)
+        out = {name: round((cpu_seconds(pid) - self._cpu0[name]) / wall, 2) for name, pid in self.servers.items()}
+        out["machine"] = round((machine_busy_seconds()[0] - self._machine0) / wall, 2)
+        out["cores"] = os.cpu_count()
+        return out
+
+
+def start_local_hbase(directory, log):
+    """A :class:`local_hbase.LocalHBase` under ``directory``, started; ``(hbase, {name: pid})``."""
+    from local_hbase import LocalHBase  # noqa: PLC0415 - Java only when asked for
+
+    hbase = LocalHBase(directory, log=log).start()
+    log(f"local HBase {hbase.lib.parent.name} ready in {hbase.started_in_s:.1f} s at {hbase.url}")
+    return hbase, {"hbase": hbase.master.pid, "thrift": hbase.thrift.pid}

@@ -36,6 +36,13 @@ per plain crash; a2/b >= 10x metadata-only and >= 2.5x with dumps (a2 beside c2 
     PYTHONPATH=. python tools/bench_crashes.py                 # embedded, temp directory
     PYTHONPATH=. python tools/bench_crashes.py --gateway       # a `socorro-store serve` it starts
     PYTHONPATH=. python tools/bench_crashes.py --url hbase://127.0.0.1:9090 --modes p,pb
+    PYTHONPATH=. python tools/bench_crashes.py --local-hbase /tmp/bench-hbase   # a real HBase it starts
+
+Each mode also reports the CPU each side used over its run, in cores (1.0 = one core busy): the
+client process (``time.process_time()``, all its threads), the server processes (the gateway, or
+HBase's JVM and its Thrift server), and the whole machine (other users included).  That says what
+bounds a figure: a client near one core is bound by Python's GIL, servers near the machine's
+free cores by their CPU, and a run where nothing is busy by round trips.
 """
 
 import argparse
@@ -48,7 +55,17 @@ import time
 import uuid
 from datetime import datetime, timedelta, timezone
 
-from bench_common import PhaseCalls, RoleCalls, isolated, peak_rss_mb, percentile, processed_for, with_pool_size
+from bench_common import (
+    CpuShare,
+    PhaseCalls,
+    RoleCalls,
+    isolated,
+    peak_rss_mb,
+    percentile,
+    processed_for,
+    start_local_hbase,
+    with_pool_size,
+)
 from socorro_2013 import SharedPass, Socorro2013, crash_row_puts, processed_puts
 
 from socorro_store import open_store
@@ -274,7 +291,7 @@ def bench_data(n, dump_kb, seed):
 
 
 def run_mode(args):
-    mode, url, n, dump_kb, batch, threads, seed = args
+    mode, url, n, dump_kb, batch, threads, seed, servers = args
     data = bench_data(n, dump_kb, seed)
     timings, by_kind = Timings(), {}
     if mode in THREADED:
@@ -282,6 +299,8 @@ def run_mode(args):
     with open_store(url) as store:
         store.create_tables()
         store.backend.calls.clear()
+        cpu = CpuShare(servers).start()
+        client_cpu0 = time.process_time()
         t0 = time.perf_counter()
         if mode in THREADED:
             roles = RoleCalls(store.backend)
@@ -296,6 +315,7 @@ def run_mode(args):
             by_phase = phases.totals
         store.flush_counters()
         elapsed = time.perf_counter() - t0
+        cpu_cores = {"client": round((time.process_time() - client_cpu0) / elapsed, 2), **cpu.stop()}
         calls = dict(store.backend.calls)
         if mode in ("p", "a1", "a2") and store.queue_sizes()["standard"] != 0:
             raise RuntimeError(f"{mode}: queue not drained: {store.queue_sizes()}")
@@ -308,6 +328,7 @@ def run_mode(args):
         "lifecycle_calls_by_crash_kind": lifecycle_by_kind(by_kind, by_phase.get("take", 0) / n),
         "latency": timings.summary(),
         "peak_rss_mb": peak_rss_mb(),
+        "cpu_cores": cpu_cores,
     }
 
 
@@ -359,6 +380,10 @@ def _print_result(result):
         print(f"{'':20}lifecycle calls per crash, by crash kind: {result['lifecycle_calls_by_crash_kind']}")
     print(f"{'':20}latency: " + "  ".join(f"{step} p50 {v['p50_ms']} / p99 {v['p99_ms']} ms"
                                           for step, v in result["latency"].items()), flush=True)
+    cpu = dict(result["cpu_cores"])
+    print(f"{'':20}cpu (cores busy over the run): " + ", ".join(
+        f"{name} {value}" for name, value in cpu.items() if name not in ("machine", "cores"))
+        + f"; whole machine {cpu['machine']} of {cpu['cores']}", flush=True)
 
 
 def main(argv=None):
@@ -366,6 +391,8 @@ def main(argv=None):
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--url", default=None, help="store URL (default: embedded in a temp dir)")
     target.add_argument("--gateway", action="store_true", help="start a `socorro-store serve` and bench through it")
+    target.add_argument("--local-hbase", metavar="DIR",
+                        help="start a private Apache HBase + Thrift1 (tools/local_hbase.py) under DIR and bench on it")
     parser.add_argument("--crashes", type=int, default=300)
     parser.add_argument("--batch", type=int, default=100, help="chunk for a1/b, batch for a2/c2")
     parser.add_argument("--threads", type=int, default=8, help="collector and processor threads (p, pb)")
@@ -380,27 +407,34 @@ def main(argv=None):
     results = []
     ctx = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="bench-crashes-") as workdir:
-        gateway, url = None, args.url
+        gateway, hbase, url, servers = None, None, args.url, {}
         if args.gateway:
             from chaos_harness import Gateway
             gateway = Gateway(f"{workdir}/gateway")
-            url = gateway.url()
+            url, servers = gateway.url(), {"gateway": gateway.proc.pid}
+        elif args.local_hbase:
+            hbase, servers = start_local_hbase(args.local_hbase, log=lambda msg: print(msg, file=sys.stderr))
+            url = hbase.url
         try:
             for shape in [int(s) for s in args.shapes.split(",")]:
                 for mode in modes:
                     case_url = isolated(url, workdir, f"{mode}{shape}{uuid.uuid4().hex[:6]}")
                     with ctx.Pool(1) as pool:
                         result = pool.apply(run_mode, ((mode, case_url, args.crashes, shape, args.batch,
-                                                        args.threads, 7),))
+                                                        args.threads, 7, servers),))
                     results.append(result)
                     if not args.json:
                         _print_result(result)
         finally:
             if gateway is not None:
                 gateway.stop()
+            if hbase is not None:
+                hbase.stop()
     ratios = ratios_of(results)
     targets = targets_of(results, ratios)
-    where = "gateway (socorro-store serve)" if args.gateway else (args.url or "embedded (temp)")
+    where = ("gateway (socorro-store serve)" if args.gateway else
+             f"local Apache HBase {hbase.lib.parent.name} (tools/local_hbase.py)" if hbase else
+             (args.url or "embedded (temp)"))
     if args.json:
         print(json.dumps({"url": where, "results": results, "ratios": ratios, "targets": targets}, indent=2))
     else:

@@ -15,8 +15,9 @@ windows either, since collectors keep submitting.
 
 For each window of ``--window`` processed crashes it prints crashes/s, p50/p99 of
 ``save_raw_crash`` and of take + ``save_processed``, backend calls per crash
-(``store.backend.calls``), client and gateway RSS, and store bytes on disk per crash against the
-raw bytes submitted.  Then it checks that every crash was processed exactly once, runs
+(``store.backend.calls``), client and gateway RSS, store bytes on disk per crash against the
+raw bytes submitted, and the CPU the client, the servers (a gateway, or HBase's JVM and Thrift
+server with ``--local-hbase``) and the whole machine used, in cores: what bounds the window.  Then it checks that every crash was processed exactly once, runs
 ``rollup`` over the whole range and ``verify-indexes``, each in a child process (time and peak
 RSS), and says whether the issue's done-when holds: the last window's crashes/s is at least 0.8x
 the first's, and its take p99 at most 1.5x the first's.
@@ -24,6 +25,7 @@ the first's, and its take p99 at most 1.5x the first's.
     PYTHONPATH=. python tools/soak.py                                  # 1,000,000 on embedded (temp dir)
     PYTHONPATH=. python tools/soak.py --url embedded:///data/soak --crashes 100000 --window 20000
     PYTHONPATH=. python tools/soak.py --gateway                        # 300,000 through `serve`
+    PYTHONPATH=. python tools/soak.py --local-hbase /tmp/soak-hbase --window 20000   # 100,000 on Apache HBase
     PYTHONPATH=. python tools/soak.py --payloads 2017 --crashes 5000 --window 1000
 """
 
@@ -42,12 +44,20 @@ import time
 import uuid
 from datetime import datetime, timedelta, timezone
 
-from bench_common import peak_rss_mb, percentile, proc_rss_kb, processed_for, with_pool_size
+from bench_common import (
+    CpuShare,
+    peak_rss_mb,
+    percentile,
+    proc_rss_kb,
+    processed_for,
+    start_local_hbase,
+    with_pool_size,
+)
 
 from socorro_store import open_store
 from socorro_store.demo import CHANNELS, PROCESS_TYPES, PRODUCTS, Zipf, signature_names, weighted_choice
 
-DEFAULT_CRASHES = {"embedded": 1_000_000, "gateway": 300_000, "2017": 5_000}
+DEFAULT_CRASHES = {"embedded": 1_000_000, "gateway": 300_000, "hbase": 100_000, "2017": 5_000}
 DUMP_2017_MEAN, DUMP_2017_P95, DUMP_2017_MAX = 500 * 1024, 1536 * 1024, 3 * 1024 * 1024
 _Z95 = 1.6449
 
@@ -148,10 +158,11 @@ class Window:
 class Soak:
     """The collectors, the processors and the per-window report of one soak run."""
 
-    def __init__(self, store, workload, crashes, threads, window, max_backlog, store_dir, gateway, out):
+    def __init__(self, store, workload, crashes, threads, window, max_backlog, store_dir, gateway, out, servers=None):
         self.store, self.workload, self.crashes, self.threads = store, workload, crashes, threads
         self.window_size, self.max_backlog, self.store_dir, self.gateway = window, max_backlog, store_dir, gateway
         self.out = out
+        self.servers = servers or {}  # name -> pid of the server processes whose CPU each window reports
         self.seen = bytearray(crashes)  # times each crash was processed (saturates at 255)
         self.processed = 0
         self.submitted = 0
@@ -222,6 +233,7 @@ class Soak:
         for thread in threads:
             thread.start()
         window_start, window_calls, boundary = started, sum(self.store.backend.calls.values()), self.window_size
+        self._cpu, self._client_cpu = CpuShare(self.servers).start(), time.process_time()
         window_base = 0
         last_progress = (time.monotonic(), 0)
         while not self._stop.is_set():
@@ -249,6 +261,8 @@ class Soak:
 
     def _report_window(self, count, seconds, calls):
         save, take = self._window.swap()
+        cpu = {"client": round((time.process_time() - self._client_cpu) / seconds, 2), **self._cpu.stop()}
+        self._cpu, self._client_cpu = CpuShare(self.servers).start(), time.process_time()
         disk = du_bytes(self.store_dir) if self.store_dir else None
         window = {
             "window": len(self.windows) + 1, "processed": self.processed, "crashes": count,
@@ -262,6 +276,7 @@ class Soak:
             "gateway_rss_mb": round(self.gateway.rss_kb() / 1024, 1) if self.gateway else None,
             "disk_bytes_per_crash": round(disk / max(1, self.submitted)) if disk is not None else None,
             "raw_bytes_per_crash": round(self.raw_bytes / max(1, self.submitted)),
+            "cpu_cores": cpu,
         }
         self.windows.append(window)
         if self.out:
@@ -271,7 +286,9 @@ class Soak:
                   f"save p50/p99 {window['save_raw_p50_ms']}/{window['save_raw_p99_ms']} ms  "
                   f"take+save p50/p99 {window['take_p50_ms']}/{window['take_p99_ms']} ms  "
                   f"{window['calls_per_crash']} calls/crash  client rss {window['client_rss_mb']} MB{gw}  "
-                  f"disk {disk_text} B/crash vs raw {window['raw_bytes_per_crash']} B", file=self.out, flush=True)
+                  f"disk {disk_text} B/crash vs raw {window['raw_bytes_per_crash']} B  cpu cores "
+                  + " ".join(f"{k} {v}" for k, v in cpu.items() if k != "cores") + f" of {cpu['cores']}",
+                  file=self.out, flush=True)
 
     def check(self):
         """``{"processed_once", "unprocessed", "duplicates"}`` from the per-crash tallies."""
@@ -351,8 +368,11 @@ def parse_args(argv):
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--url", help="embedded://PATH (default: a temp dir) or hbase://HOST:PORT")
     where.add_argument("--gateway", action="store_true", help="start a `socorro-store serve` on a temp dir (or --dir)")
+    where.add_argument("--local-hbase", metavar="DIR",
+                       help="start a private Apache HBase + Thrift1 (tools/local_hbase.py) under DIR and soak on it")
     parser.add_argument("--dir", help="the gateway's data directory (default: a temp dir)")
-    parser.add_argument("--crashes", type=int, help="default 1,000,000 embedded, 300,000 gateway, 5,000 with --payloads 2017")
+    parser.add_argument("--crashes", type=int, help="default 1,000,000 embedded, 300,000 gateway, 100,000 "
+                        "--local-hbase, 5,000 with --payloads 2017")
     parser.add_argument("--window", type=int, default=100_000)
     parser.add_argument("--threads", type=int, default=8, help="collector threads, and as many processor threads")
     parser.add_argument("--payloads", choices=("meta", "2017"), default="meta")
@@ -368,7 +388,8 @@ def parse_args(argv):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
     if args.crashes is None:
-        args.crashes = DEFAULT_CRASHES["2017" if args.payloads == "2017" else ("gateway" if args.gateway else "embedded")]
+        args.crashes = DEFAULT_CRASHES["2017" if args.payloads == "2017" else
+                                       "gateway" if args.gateway else "hbase" if args.local_hbase else "embedded"]
     if args.crashes < 1 or args.crashes >= 16**7:
         parser.error("--crashes must be in 1..268435455")
     return args
@@ -378,13 +399,18 @@ def main(argv=None):
     args = parse_args(argv)
     out = sys.stderr if args.json else sys.stdout
     tmp = tempfile.mkdtemp(prefix="soak-")
-    gateway = None
+    gateway, hbase, servers = None, None, {}
     try:
         if args.gateway:
             from chaos_harness import Gateway  # noqa: PLC0415 - the harness only when asked for
             store_dir = args.dir or os.path.join(tmp, "gateway")
             gateway = Gateway(store_dir)
             url = gateway.url(pool_size=2 * args.threads + 2)
+            servers = {"gateway": gateway.proc.pid}
+        elif args.local_hbase:
+            hbase, servers = start_local_hbase(args.local_hbase, log=lambda msg: print(msg, file=out, flush=True))
+            # disk per crash: HBase's rootdir (HFiles after flushes) and its WAL
+            store_dir, url = str(hbase.directory / "data"), with_pool_size(hbase.url, 2 * args.threads + 2)
         elif args.url and args.url.startswith("hbase://"):
             store_dir, url = None, with_pool_size(args.url, 2 * args.threads + 2)
         else:
@@ -400,7 +426,7 @@ def main(argv=None):
             store.create_tables()
             store.backend.calls.clear()
             soak = Soak(store, workload, args.crashes, args.threads, args.window, args.max_backlog,
-                        store_dir, gateway, out)
+                        store_dir, gateway, out, servers)
             seconds = soak.run()
             store.flush_counters()
             check = soak.check()
@@ -427,6 +453,8 @@ def main(argv=None):
     finally:
         if gateway is not None:
             gateway.stop()
+        if hbase is not None:
+            hbase.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -47,9 +47,12 @@ class CodecUnavailable(BackendError):
             via = f" (the codec map's choice for {', '.join(mapped)})" if mapped else ""
             parts.append(f"{codec}{via} for {len(users)} famil{'y' if len(users) == 1 else 'ies'} "
                          f"({', '.join(users[:3])}{', …' if len(users) > 3 else ''}): {reason}")
-            hints += [f"--codec-map {source}={suggested_codec(codec)}" for source in self.sources[codec]]
+            for source in self.sources[codec]:
+                # a map that chose the refused codec for one the cluster has is undone, not remapped
+                hints.append(f"no --codec-map for {source}" if suggested_codec(codec) == source
+                             else f"--codec-map {source}={suggested_codec(codec)}")
         super().__init__(f"the cluster refuses COMPRESSION {'; '.join(parts)}; map to a codec it has "
-                         f"({' '.join(hints)}, or codec_map= in the library) or install the codec; "
+                         f"({', '.join(hints)}; or codec_map= in the library) or install the codec; "
                          f"nothing was created")
 
 

@@ -12,6 +12,8 @@ from click.testing import CliRunner
 from socorro_store.backends import RowMutation, open_backend
 from socorro_store.cli import main
 from socorro_store.config import ENV_VAR
+from socorro_store.errors import BackendError, InvalidArgument
+from socorro_store.schema import table_admin as admin
 from socorro_store.schema.spec_loader import default_spec_dir, load_specs
 from socorro_store.schema.specs import SALTS
 
@@ -83,6 +85,7 @@ def test_create_is_idempotent(url):
         backend.mutate_rows("metrics", [RowMutation(b"2024", {b"counters:x": b"1"})])
     again = run(url, "tables", "create", "--json")
     assert again.exit_code == 0
+    # no codec map, pre-split note or unset attribute on embedded: the report is just this
     assert json.loads(again.output) == {"created": [], "existing": list(load_specs()), "mismatched": {}}
     with open_backend(url) as backend:
         assert backend.get_row("metrics", b"2024") == {b"counters:x": b"1"}
@@ -249,6 +252,132 @@ def test_unusable_store_directory_is_one_line_exit_1(tmp_path):
         assert result.exit_code == 1, result.output
         assert result.stderr.count("\n") == 1
         assert result.stderr.startswith(("Error: embedded store", "Error: no store at")), result.stderr
+
+
+# -- codec maps (embedded has every codec; a real HBase that lacks one: test_tables_real_hbase) ---
+
+LZO_FAMILIES = sum(1 for spec in load_specs().values() for fam in spec.families if fam.compression == "LZO")
+LZO_TABLES = sorted(name for name, spec in load_specs().items()
+                    if any(fam.compression == "LZO" for fam in spec.families))
+
+
+def test_create_under_a_codec_map_names_it_and_verify_judges_by_it(url):
+    created = run(url, "tables", "create", "--codec-map", "lzo=gz")
+    assert created.exit_code == 0, created.output
+    assert created.output.splitlines()[0] == (f"codec map: LZO->GZ (applies to {LZO_FAMILIES} families in "
+                                              f"{len(LZO_TABLES)} table(s))")
+    described = json.loads(run(url, "tables", "describe", "crash_reports", "--json").output)
+    assert described["families"]["raw_data"]["COMPRESSION"] == "GZ"
+    assert described["families"]["flags"]["COMPRESSION"] == "NONE"  # only LZO families are mapped
+
+    as_json = json.loads(run(url, "tables", "create", "--codec-map", "LZO=GZ", "--json").output)
+    assert as_json["codec_map"] == {"LZO": "GZ"} and sorted(as_json["mapped"]) == LZO_TABLES
+    assert as_json["mapped"]["crash_reports"] == {"meta_data": ["LZO", "GZ"], "processed_data": ["LZO", "GZ"],
+                                                  "raw_data": ["LZO", "GZ"]}
+    assert as_json["mismatched"] == {} and sorted(as_json["existing"]) == SHIPPED
+
+    clean = run(url, "tables", "verify", "--codec-map", "LZO=GZ", "--json")
+    assert clean.exit_code == 0 and json.loads(clean.output)["codec_map"] == {"LZO": "GZ"}
+    unmapped = run(url, "tables", "verify")
+    assert unmapped.exit_code == 1
+    assert "crash_reports: family raw_data: COMPRESSION is 'GZ', spec says 'LZO'" in unmapped.output
+    assert f"DRIFT in {len(LZO_TABLES)} table(s)" in unmapped.output
+    other = run(url, "tables", "verify", "--codec-map", "LZO=ZSTD")
+    assert other.exit_code == 1
+    assert "crash_reports: family raw_data: COMPRESSION is 'GZ', spec says 'LZO' (mapped to 'ZSTD')" in other.output
+    # without a mapping, create reports the mapped tables as mismatched and keeps them
+    again = run(url, "tables", "create")
+    assert again.exit_code == 1 and "MISMATCH crash_reports: family raw_data: COMPRESSION is 'GZ'" in again.output
+
+
+def test_a_table_with_the_specs_own_codec_matches_under_a_map(url):
+    assert run(url, "tables", "create").exit_code == 0
+    assert run(url, "tables", "verify", "--codec-map", "LZO=GZ").exit_code == 0
+
+
+def test_codec_map_from_the_environment_and_in_ddl(url):
+    env = {"SOCORRO_STORE_CODEC_MAP": "LZO=GZ, GZ=NONE"}
+    assert run(url, "tables", "create", env=env).output.startswith("codec map: LZO->GZ, GZ->NONE")
+    assert run(url, "tables", "verify", env=env).exit_code == 0
+    log = json.loads(run(url, "tables", "describe", "jobs", "--json").output)["families"]["log"]
+    assert log["COMPRESSION"] == "NONE"  # applied once: LZO->GZ does not go on to NONE
+    raw = json.loads(run(url, "tables", "describe", "crash_reports", "--json").output)["families"]["raw_data"]
+    assert raw["COMPRESSION"] == "GZ"
+    ddl = run(url, "tables", "ddl", "--codec-map", "LZO=GZ", "crash_reports", "metrics")
+    assert ddl.exit_code == 0 and len(ddl.output.splitlines()) == 2
+    assert "COMPRESSION => 'LZO'" not in ddl.output and "{NAME => 'raw_data', COMPRESSION => 'GZ'" in ddl.output
+    assert "nope" in one_line_error(run(url, "tables", "ddl", "nope"))
+
+
+@pytest.mark.parametrize("bad", ["LZO", "LZO=", "LZO=ZIP", "NONE=GZ", "GZ=gz", "LZO=GZ,LZO=NONE"])
+def test_bad_codec_map_is_bad_input_and_creates_nothing(url, bad):
+    line = one_line_error(run(url, "tables", "create", "--codec-map", bad))
+    assert "codec map" in line
+    assert not os.path.exists(url.split("://", 1)[1])  # refused before the store was opened
+    one_line_error(run(url, "tables", "verify", "--codec-map", bad))
+    one_line_error(run(url, "tables", "ddl", "--codec-map", bad))
+
+
+def test_embedded_create_says_nothing_of_splits_or_unset_attributes(url):
+    """Embedded has no regions and sets every attribute: no pre-split note, nothing unchecked."""
+    text = run(url, "tables", "create").output
+    assert all(line.startswith("created ") for line in text.splitlines())
+    report = json.loads(run(url, "tables", "create", "--json").output)
+    assert set(report) == {"created", "existing", "mismatched"}
+    verified = json.loads(run(url, "tables", "verify", "--json").output)
+    assert verified["unchecked"] == [] and verified["not_applicable"] == []
+
+
+class RefusingBackend:
+    """An embedded backend that refuses, as HBase does, to create a family with some codecs."""
+
+    def __init__(self, inner, refused):
+        self.inner, self.refused, self.created = inner, set(refused), []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def create_table(self, spec):
+        bad = [fam.compression for fam in spec.families if fam.compression in self.refused]
+        if bad:
+            raise BackendError(f"org.apache.hadoop.hbase.DoNotRetryIOException: java.lang.UnsatisfiedLinkError: "
+                               f"no {bad[0].lower()} Set hbase.table.sanity.checks to false at conf")
+        self.created.append(spec.name)
+        self.inner.create_table(spec)
+
+
+def test_refused_codec_is_caught_before_any_table_is_created(url):
+    with open_backend(url) as inner:
+        backend = RefusingBackend(inner, {"LZO"})
+        with pytest.raises(admin.CodecUnavailable) as caught:
+            admin.create_tables(backend)
+        assert inner.list_tables() == []
+        assert all(name.startswith(admin.PROBE_TABLE) for name in backend.created)  # probes only
+        err = caught.value
+        assert list(err.codecs) == ["LZO"] and err.codecs["LZO"] == "java.lang.UnsatisfiedLinkError: no lzo"
+        assert len(err.needed_by["LZO"]) == LZO_FAMILIES and "crash_reports:raw_data" in err.needed_by["LZO"]
+        assert "--codec-map LZO=GZ" in str(err) and "sanity" not in str(err)
+        # mapped to a codec the cluster has: everything is created, the probes are gone
+        report = admin.create_tables(backend, codec_map={"LZO": "GZ"})
+        assert sorted(report.created) == SHIPPED and inner.list_tables() == SHIPPED
+        assert admin.verify_tables(backend, codec_map={"LZO": "GZ"}) == {}
+
+
+def test_codec_check_skips_tables_that_exist(url):
+    """Only the codecs of tables still to create are checked: a re-run makes no scratch table."""
+    with open_backend(url) as inner:
+        admin.create_tables(inner)
+        backend = RefusingBackend(inner, {"LZO"})
+        report = admin.create_tables(backend)
+        assert backend.created == [] and sorted(report.existing) == SHIPPED
+
+
+def test_library_codec_map_is_validated_up_front(url):
+    with open_backend(url) as backend:
+        for bad in ({"LZO": "ZIP"}, {"NONE": "GZ"}, ["LZO=GZ"]):
+            with pytest.raises(InvalidArgument):
+                admin.create_tables(backend, codec_map=bad)
+        assert backend.list_tables() == []
 
 
 def test_compact_purges_delete_markers(url):

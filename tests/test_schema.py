@@ -10,8 +10,17 @@ import shutil
 import pytest
 
 from socorro_store.config import DEFAULT_URL, ENV_VAR, parse_url
-from socorro_store.errors import ConfigError, SpecError
-from socorro_store.schema.spec_loader import compare, default_spec_dir, hbase_shell_ddl, load_spec_file, load_specs
+from socorro_store.errors import ConfigError, InvalidArgument, SpecError
+from socorro_store.schema.spec_loader import (
+    apply_codec_map,
+    check_codec_map,
+    compare,
+    default_spec_dir,
+    hbase_shell_ddl,
+    load_spec_file,
+    load_specs,
+    parse_codec_map,
+)
 from socorro_store.schema.specs import FOREVER, SALTS, FamilySpec, TableSpec
 
 
@@ -106,6 +115,43 @@ def test_compare_reports_each_difference():
                      "t: family c is not in the spec"]
     assert compare(spec, {"a": FamilySpec("a", versions=3, blocksize=1024), "b": FamilySpec("b")},
                    not_applicable=("BLOCKSIZE",)) == []
+
+
+def test_compare_under_a_codec_map():
+    spec = TableSpec("t", (FamilySpec("a", compression="LZO"), FamilySpec("b", compression="GZ")))
+    mapped = {"a": FamilySpec("a", compression="GZ"), "b": FamilySpec("b", compression="GZ")}
+    assert compare(spec, mapped, codec_map={"LZO": "GZ"}) == []
+    assert compare(spec, mapped) == ["t: family a: COMPRESSION is 'GZ', spec says 'LZO'"]
+    own = {"a": FamilySpec("a", compression="LZO"), "b": FamilySpec("b", compression="GZ")}
+    assert compare(spec, own, codec_map={"LZO": "GZ"}) == []  # the spec's own codec still matches
+    other = {"a": FamilySpec("a", compression="ZSTD"), "b": FamilySpec("b", compression="NONE")}
+    assert compare(spec, other, codec_map={"LZO": "GZ"}) == [
+        "t: family a: COMPRESSION is 'ZSTD', spec says 'LZO' (mapped to 'GZ')",
+        "t: family b: COMPRESSION is 'NONE', spec says 'GZ'"]
+    # a BLOCKSIZE the backend cannot read (None) is never compared when not applicable
+    unread = {"a": FamilySpec("a", compression="LZO", blocksize=None), "b": FamilySpec("b", compression="GZ")}
+    assert compare(spec, unread, not_applicable=("BLOCKSIZE",)) == []
+
+
+def test_parse_and_apply_a_codec_map():
+    assert parse_codec_map(["lzo=gz", " SNAPPY = NONE , LZ4=GZ", ""]) == {"LZO": "GZ", "SNAPPY": "NONE", "LZ4": "GZ"}
+    assert parse_codec_map([]) == {} and check_codec_map(None) == {}
+    assert parse_codec_map(["LZO=GZ", "LZO=gz"]) == {"LZO": "GZ"}  # the same pair twice is fine
+    for bad, why in [(["LZO"], "FROM=TO"), (["=GZ"], "FROM=TO"), (["LZO=ZIP"], "unknown codec"),
+                     (["NONE=GZ"], "NONE cannot"), (["GZ=GZ"], "itself"), (["LZO=GZ", "LZO=NONE"], "twice")]:
+        with pytest.raises(InvalidArgument, match=why):
+            parse_codec_map(bad)
+    with pytest.raises(InvalidArgument):
+        check_codec_map([("LZO", "GZ")])
+    spec = load_specs()["crash_reports"]
+    effective, mapped = apply_codec_map(spec, {"LZO": "SNAPPY", "SNAPPY": "GZ"})
+    assert mapped == {"meta_data": ("LZO", "SNAPPY"), "processed_data": ("LZO", "SNAPPY"),
+                      "raw_data": ("LZO", "SNAPPY")}  # applied once, not followed through SNAPPY
+    assert effective.family("raw_data").compression == "SNAPPY" and effective.family("raw_data").versions == 3
+    assert effective.family("flags") == spec.family("flags") and spec.family("raw_data").compression == "LZO"
+    assert apply_codec_map(spec, {}) == (spec, {})
+    ddl = hbase_shell_ddl(spec, "p_", {"LZO": "GZ"})
+    assert ddl.startswith("create 'p_crash_reports', ") and "'LZO'" not in ddl and ddl.count("COMPRESSION => 'GZ'") == 3
 
 
 # -- bad spec files: SpecError naming file, table and field -----------------------------------

@@ -278,7 +278,8 @@ def test_mapped_codec_is_created_named_and_verified(url, tmp_path, missing_codec
     as_json = run(url, "tables", "create", "--specs", str(specs), "--codec-map", f"{missing_codec}=GZ", "--json")
     assert as_json.exit_code == 0
     report = json.loads(as_json.output)
-    assert report["codec_map"] == {missing_codec: "GZ"} and report["mapped"] == {"packed": {"raw": [missing_codec, "GZ"]}}
+    assert report["codec_map"] == {missing_codec: "GZ"}
+    assert report["mapped"] == {"packed": {"raw": [missing_codec, "GZ"]}}
     assert sorted(report["existing"]) == ["packed", "plain"]
 
     clean = run(url, "tables", "verify", "--specs", str(specs), "--codec-map", f"{missing_codec}=GZ")

@@ -128,10 +128,11 @@ def reconcile_queue_command(ctx, as_json):
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def verify_indexes_command(ctx, repair, orphan_age, since, until, drop_foreign, as_json):
-    """VALID / MISSING / ORPHAN / FOREIGN / UNREADABLE pointers of the 7 index tables (job
-    'verify-indexes').
+    """VALID / MISSING / ORPHAN / FOREIGN / UNREADABLE / MALFORMED pointers of the 7 index tables
+    (job 'verify-indexes').
 
-    Exits 1 when anything is MISSING, ORPHAN or UNREADABLE (before repair).  FOREIGN pointers
+    Exits 1 when anything is MISSING, ORPHAN (MALFORMED rows, in no layout, are orphans too) or
+    UNREADABLE (before repair).  FOREIGN pointers
     (Socorro's own index layouts) are reported, not a failure.
     """
     age = parse_duration(orphan_age)

@@ -35,6 +35,7 @@ from .queue import (
     lease_of,
     merged_scan,
     read_claims,
+    readable_rows,
     read_dead_letter_cells,
     with_crash_rows,
 )
@@ -516,7 +517,8 @@ def crashes_submitted(backend, start, end, page_size=1000):
     start, end = K.parse_timestamp(start, "start"), K.parse_timestamp(end, "end")
     rows = merged_scan(backend, K.SUBMITTED_TIME, columns=[K.COL_OOID], start=start, end=end,
                        page_size=page_size)
-    pointers = (parse_stored_time_index_key(row) for row, _cells in rows)  # 19- and 26-char times
+    # 19- and 26-char times; an unreadable row is skipped (verify-indexes reports it)
+    pointers = (parsed for _row, _cells, parsed in readable_rows(rows, parse_stored_time_index_key, K.SUBMITTED_TIME))
     # a 19-char key (Socorro's, microsecond 0) sorts after the 26-char ones of its second: filter
     ids = (crash_id for crash_id, moment in pointers if start <= moment < end)
     return with_crash_rows(backend, ids, lambda crash_id: crash_id, page_size)
@@ -533,7 +535,7 @@ def crashes_by_signature(backend, signature, start=None, end=None, page_size=100
     low, high = K.signature_index_range(signature, start, end)
     stored = K.signature_name(signature).encode("utf-8", "surrogatepass")
     rows = backend.scan(K.SIGNATURE_OOID, start=low, stop=high, columns=[K.COL_OOID], page_size=page_size)
-    ids = (K.parse_signature_index_key(row)[2] for row, _cells in rows)
+    ids = (parsed[2] for _row, _cells, parsed in readable_rows(rows, K.parse_signature_index_key, K.SIGNATURE_OOID))
     return with_crash_rows(backend, ids, lambda crash_id: crash_id, page_size,
                            columns=(K.COL_OOID, K.COL_SIGNATURE),
                            accept=lambda cells: cells.get(K.COL_SIGNATURE) == stored)

@@ -18,9 +18,10 @@ from datetime import datetime, timezone
 from ..checks import is_int
 from ..errors import InvalidArgument
 from ..schema import keys as K
+from ..schema.stored import parse_stored_time_index_key
 from . import counters, crashes, queue
 from .claims import lease_of
-from .queue import QUEUES, queue_rows, read_claims, with_crash_rows
+from .queue import QUEUES, queue_rows, read_claims, readable_rows, with_crash_rows
 
 _LIST_COLUMNS = (K.COL_OOID, K.COL_PROCESSED, K.COL_SIGNATURE, K.COL_PRIORITY)
 
@@ -88,7 +89,7 @@ def _with_details(backend, ids, page_size):
             else:
                 state = "processed" if cells.get(K.COL_PROCESSED) == b"Y" else "queued"
             signature = cells.get(K.COL_SIGNATURE)
-            yield {"crash_id": crash_id, "submitted": cells[K.COL_SUBMITTED].decode("ascii"),
+            yield {"crash_id": crash_id, "submitted": cells[K.COL_SUBMITTED].decode("ascii", "replace"),
                    "signature": signature.decode("utf-8", "surrogatepass") if signature is not None else None,
                    "state": state}
 
@@ -113,7 +114,9 @@ def queue_status(backend, now=None, page_size=1000):
     out = {}
     for name, (table, prefix) in QUEUES.items():
         rows = queue_rows(backend, table, prefix, columns=[K.COL_OOID], page_size=page_size)
-        rows = ((row, cells[K.COL_OOID]) for row, cells in rows if cells.get(K.COL_OOID))
+        # a row whose key is unreadable is skipped (verify-indexes reports it), never fatal
+        rows = readable_rows(rows, lambda row, cut=len(prefix): parse_stored_time_index_key(row[cut:]), table)
+        rows = ((row, cells[K.COL_OOID], moment) for row, cells, (_cid, moment) in rows if cells.get(K.COL_OOID))
         valid = with_crash_rows(backend, rows, lambda item: item[1], page_size)
         indexed, leased, oldest = 0, 0, None
         while True:
@@ -121,9 +124,9 @@ def queue_status(backend, now=None, page_size=1000):
             if not batch:
                 break
             if batch and oldest is None:
-                oldest = K.parse_time_index_key(batch[0][0][len(prefix):])[1]
+                oldest = batch[0][2]
             indexed += len(batch)
-            leased += _leased(backend, [row for row, _raw in batch], now_ms)
+            leased += _leased(backend, [row for row, _raw, _moment in batch], now_ms)
         age = (now - oldest).total_seconds() if oldest is not None else None
         out[name] = {"counted": sizes[name], "indexed": indexed, "leased": leased,
                      "oldest": K.format_timestamp(oldest).decode() if oldest is not None else None,

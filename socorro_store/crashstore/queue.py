@@ -49,6 +49,7 @@ a save or release is a failed attempt; after ``max_attempts`` of them the crash 
 
 import heapq
 import itertools
+import logging
 import os
 import socket
 import threading
@@ -108,6 +109,7 @@ DEFAULT_PAGE_SIZE = 256
 CLAIM_GROUP = 16  # claims per call when the caller gave no limit
 MAX_TAKERS_PER_GROUP = 64  # takers served by one shared claim
 _SCAN_COLUMNS = [COL_OOID, COL_DEAD]
+_log = logging.getLogger("socorro_store")
 
 
 def queue_table(queue):
@@ -160,6 +162,23 @@ def queue_rows(backend, table, prefix=b"", columns=None, page_size=DEFAULT_PAGE_
 
 
 _SALT_BYTES = frozenset(salt_char.encode("ascii") for salt_char in SALTS)
+
+
+def readable_rows(rows, parse, table):
+    """``(row, cells, parse(row))`` of each scanned row whose key ``parse`` can read.
+
+    An index row no layout describes (written by a bug, by hand, or by an older version that
+    accepted a crash id ending in a newline) is skipped with a warning, never raised: one
+    unreadable row must not take down every reader of its day.  ``verify-indexes`` reports
+    such rows (``malformed``) and ``--repair`` deletes them.
+    """
+    for row, cells in rows:
+        try:
+            parsed = parse(row)
+        except InvalidArgument as exc:
+            _log.warning("skipped an unreadable row of %s (verify-indexes reports it): %s", table, exc)
+            continue
+        yield row, cells, parsed
 
 
 def take(backend, limit=None, queue="standard", processor_id=None, lease_seconds=DEFAULT_LEASE_SECONDS,
@@ -389,9 +408,14 @@ def candidates(backend, queue, page_size):
         free = unclaimed(backend, queue, batch)
         for (row, raw_id), cells in with_crash_cells(backend, iter(free), lambda item: item[1], page_size):
             crash_id = raw_id.decode("ascii")
-            state = crash_state(cells, crash_id)
+            try:  # a crash row whose cells no format describes is skipped, not fatal to the queue
+                state = crash_state(cells, crash_id)
+                requested = parse_key_timestamp(state["priority"]) if state["priority"] else None
+            except InvalidArgument as exc:
+                _log.warning("skipped crash %s in the %s queue: unreadable crash row (%s)", crash_id, queue, exc)
+                continue
             if queue == "priority":
-                if not state["priority"] or priority_key(crash_id, parse_key_timestamp(state["priority"])) != row:
+                if requested is None or priority_key(crash_id, requested) != row:
                     continue  # a stale request: scrutiny's orphan
             elif state["priority"]:
                 continue  # requested again: the priority queue hands it out (and dequeues it here)

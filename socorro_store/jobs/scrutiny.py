@@ -8,7 +8,12 @@ Like Phoenix's IndexScrutinyTool: for each of the 7 index tables, every pointer 
 * FOREIGN — in a layout of Socorro's that is not ours (its signature index ``signature +
             crash_id``; its ``hang_id_submitted_time`` keyed by the hang id): neither VALID nor
             ORPHAN of ours, left alone unless ``drop_foreign``;
-* UNREADABLE — its crash row exists but cannot be read (a cell in no known format): kept;
+* UNREADABLE — its crash row exists but cannot be read (a cell in no known format, or an
+            ``ids:ooid`` that is not a crash id): kept;
+* MALFORMED — (also an ORPHAN) a row of our index tables whose key is in no layout at all, ours
+            or Socorro's (e.g. a crash id ending in a newline, accepted by older versions).
+            Readers skip such rows (:func:`~socorro_store.crashstore.queue.readable_rows`);
+            this is where they are reported, and ``repair`` deletes them as orphans;
 * MISSING — a crash row whose pointer is absent (a crash row without its queue pointer is a lost
             crash: repair re-queues it).  Crash rows without any index row (Socorro's happybase
             storage wrote none) are found because the crash rows themselves are scanned.
@@ -70,8 +75,8 @@ TIME_TABLES = (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG, 
 DEFAULT_ORPHAN_AGE_S = 600
 PAGE = 500
 _COLUMNS = [b"flags", K.COL_OOID, K.COL_SUBMITTED, K.COL_HANG, K.COL_SIGNATURE]
-COUNTS = ("valid", "missing", "orphan", "foreign", "unreadable", "repaired_missing", "deleted_orphans",
-          "dropped_foreign")
+COUNTS = ("valid", "missing", "orphan", "foreign", "unreadable", "malformed", "repaired_missing",
+          "deleted_orphans", "dropped_foreign")
 
 
 class _Unreadable(Exception):
@@ -82,9 +87,13 @@ def expected_pointers(crash_id, cells):
     """``{table: {(row, column): puts}}`` of the pointers a crash row implies (tolerant of
     Socorro's cell formats; :class:`_Unreadable` when its submitted time cannot be read)."""
     try:
-        submitted = stored_time(cells[K.COL_SUBMITTED])
-    except InvalidArgument as exc:
+        return _expected_pointers(crash_id, cells)
+    except InvalidArgument as exc:  # a submitted time, priority stamp, crash id or ProcessType
         raise _Unreadable(str(exc)) from None
+
+
+def _expected_pointers(crash_id, cells):
+    submitted = stored_time(cells[K.COL_SUBMITTED])
     key = K.time_index_key(crash_id, submitted)
     ooid = {K.COL_OOID: crash_id.encode("ascii")}
     processed = stored_processed(cells)
@@ -209,7 +218,7 @@ def _write_missing(backend, table, want):
     processed since the scan must not get its queue pointer back)."""
     ids = {puts.get(K.COL_OOID, b"") or next(iter(puts.values())) for puts in want.values()}
     still, _unreadable = _implied(backend, table, [i.decode("ascii", "replace") for i in ids
-                                                   if K.CRASH_ID_RE.match(i.decode("ascii", "replace"))])
+                                                   if K.is_crash_id(i.decode("ascii", "replace"))])
     mutations = {}
     for row, column in want:
         if (row, column) in still:
@@ -247,18 +256,21 @@ def _pointer_pages(backend, table, since, until, page_size=PAGE):
 
 
 def _layout(table, row):
-    """``"ours"`` (with the key in our form) or ``"foreign"``: which layout a pointer row is in."""
+    """``"ours"`` (with the key in our form), ``"foreign"`` (a layout of Socorro's) or
+    ``"malformed"`` (no layout at all): which layout a pointer row is in."""
     if table in TIME_TABLES:
         if row.startswith(K.PRIORITY_PREFIX):
             try:
                 K.parse_priority_key(row)
                 return "ours", row
             except InvalidArgument:
-                return "foreign", row
+                return "malformed", row  # Socorro had no priority rows
         try:
             return "ours", canonical_time_index_key(row)
         except InvalidArgument:
-            return "foreign", row  # e.g. Socorro's hang_id_submitted_time, keyed by the hang id
+            if table == K.HANG_ID_SUBMITTED_TIME:
+                return "foreign", row  # Socorro's hang_id_submitted_time, keyed by the hang id
+            return "malformed", row  # Socorro's time keys in these tables are readable as ours
     if table == K.SIGNATURE_OOID:
         try:
             K.parse_signature_index_key(row)
@@ -268,14 +280,14 @@ def _layout(table, row):
                 parse_socorro_signature_key(row)
                 return "foreign", row
             except InvalidArgument:
-                return "ours", row  # garbage in our table: judged (an ORPHAN)
+                return "malformed", row
     return "ours", row
 
 
 def _check_pointer_page(backend, table, page, counts, repair, orphan_age_s, now_ms, drop_foreign, in_range):
     """VALID / ORPHAN / FOREIGN / UNREADABLE of a page of pointers; repair deletes what it may."""
     judged = [(row, column, cid, newest) for row, column, cid, newest in page if in_range(cid)]
-    crash_ids = {cid for _r, _c, cid, _n in judged if K.CRASH_ID_RE.match(cid)}
+    crash_ids = {cid for _r, _c, cid, _n in judged if K.is_crash_id(cid)}
     implied, unreadable = _implied(backend, table, crash_ids)
     existing = set(_read_crashes(backend, crash_ids)) if drop_foreign and repair else set()
     deletes = []
@@ -287,7 +299,9 @@ def _check_pointer_page(backend, table, page, counts, repair, orphan_age_s, now_
                 deletes.append(RowMutation(row, delete_row=True))
                 counts["dropped_foreign"] += 1
             continue
-        if cid in unreadable:
+        if layout == "malformed":  # no crash implies it: an orphan, which readers skip
+            counts["malformed"] += 1
+        elif cid in unreadable:
             counts["unreadable"] += 1
             continue
         puts = implied.get((ours, column))

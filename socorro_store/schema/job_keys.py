@@ -17,22 +17,23 @@ from ..errors import InvalidArgument
 # time + 6 random hex), so the runs of one job sort by start time and the newest is the last row.
 
 JOBS = "jobs"
-_JOB_NAME_RE = re.compile(r"^[a-z0-9_\-]{1,64}$")
-_RUN_ID_RE = re.compile(r"^\d{8}T\d{9}Z-[0-9a-f]{6}$")
+# \A…\Z with fullmatch: ``$`` would accept a trailing newline; [0-9], not \d (other scripts' digits)
+_JOB_NAME_RE = re.compile(r"\A[a-z0-9_\-]{1,64}\Z")
+_RUN_ID_RE = re.compile(r"\A[0-9]{8}T[0-9]{9}Z-[0-9a-f]{6}\Z")
 COL_LEASE = b"lease:holder"
 COL_RUN_JOB = b"run:job"  # of a run-id row (:func:`run_id_key`)
 
 
 def validate_job_name(name):
     """A job name: 1-64 of ``a-z 0-9 _ -``; InvalidArgument otherwise."""
-    if not isinstance(name, str) or not _JOB_NAME_RE.match(name):
+    if not isinstance(name, str) or not _JOB_NAME_RE.fullmatch(name):
         raise InvalidArgument(f"bad job name {name!r}: expected 1-64 of a-z, 0-9, '_', '-'")
     return name
 
 
 def validate_run_id(run_id):
     """A run id as made by :func:`new_run_id`; InvalidArgument otherwise."""
-    if not isinstance(run_id, str) or not _RUN_ID_RE.match(run_id):
+    if not isinstance(run_id, str) or not _RUN_ID_RE.fullmatch(run_id):
         raise InvalidArgument(f"bad run id {run_id!r}: expected YYYYMMDDTHHMMSSfffZ-xxxxxx")
     return run_id
 

@@ -88,10 +88,15 @@ from .job_keys import (  # noqa: F401 - re-exported: the jobs table's layouts
 from .specs import SALTS  # noqa: F401 - re-exported: the salt characters of every salted key
 from .timeparse import parse_timestamp  # noqa: F401 - re-exported: keys take the same time inputs
 
-CRASH_ID_RE = re.compile(r"^[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{6}[0-9]{6}$")
+# Every pattern that validates a whole name or id is anchored with \A and \Z and used with
+# ``fullmatch``: ``$`` also matches before a trailing newline, so ``match`` with ``$`` accepted
+# ``"<crash id>\n"``, and the key built from it made a day of index rows unreadable.  Digits are
+# ``[0-9]``: in a ``str`` pattern ``\d`` also matches other scripts' digits, which ``int`` accepts.
+CRASH_ID_RE = re.compile(r"\A[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{6}[0-9]{6}\Z")
 CRASH_ID_LEN = 36
 TIMESTAMP_LEN = 26
-_TIMESTAMP_RE = re.compile(rb"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$")
+_TIMESTAMP_RE = re.compile(rb"\A[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}\Z")
+_YYMMDD_RE = re.compile(r"\A[0-9]{6}\Z")
 MAX_KEY_PART = 16 * 1024  # a signature or hang id longer than this is refused (row keys <= 32767)
 
 # -- tables ----------------------------------------------------------------------------------
@@ -133,7 +138,7 @@ FAMILY_COUNTERS = b"counters"
 
 def validate_crash_id(crash_id):
     """Return ``crash_id`` if it is in Socorro's format with a real date; else raise InvalidCrashID."""
-    if not isinstance(crash_id, str) or not CRASH_ID_RE.match(crash_id):
+    if not is_crash_id(crash_id):
         raise InvalidCrashID(f"not a Socorro crash id: {crash_id!r}")
     try:
         crash_date(crash_id)
@@ -142,9 +147,17 @@ def validate_crash_id(crash_id):
     return crash_id
 
 
+def is_crash_id(value):
+    """True when ``value`` is a string in Socorro's crash id format (the date is not checked)."""
+    return isinstance(value, str) and CRASH_ID_RE.fullmatch(value) is not None
+
+
 def crash_date(crash_id):
-    """The submission date encoded in the last six characters (YYMMDD, 20YY)."""
+    """The submission date encoded in the last six characters (YYMMDD, 20YY); ValueError when
+    they are not six ASCII digits of a real date."""
     tail = crash_id[-6:]
+    if not _YYMMDD_RE.fullmatch(tail):  # int() would take " 1", "1\n" and non-ASCII digits
+        raise ValueError(f"not a YYMMDD date: {tail!r}")
     return date(2000 + int(tail[:2]), int(tail[2:4]), int(tail[4:]))
 
 
@@ -186,7 +199,7 @@ def format_timestamp(moment):
 
 def parse_key_timestamp(raw):
     """Inverse of :func:`format_timestamp`: an aware UTC datetime."""
-    if not isinstance(raw, bytes) or not _TIMESTAMP_RE.match(raw):
+    if not isinstance(raw, bytes) or not _TIMESTAMP_RE.fullmatch(raw):
         raise InvalidArgument(f"not a key timestamp: {raw!r}")
     return datetime.strptime(raw.decode("ascii"), "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=timezone.utc)
 
@@ -333,7 +346,7 @@ def signature_index_range(signature, start=None, end=None):
 
 # -- hang index ------------------------------------------------------------------------------
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+_NAME_RE = re.compile(r"\A[A-Za-z0-9_.\-]{1,128}\Z")
 
 
 def hang_row_key(hang_id):
@@ -352,7 +365,7 @@ def hang_id_from_row_key(row):
 
 def validate_process_type(process_type):
     """A ProcessType value usable in a column name (letters, digits, ``_.-``)."""
-    if not isinstance(process_type, str) or not _NAME_RE.match(process_type):
+    if not isinstance(process_type, str) or not _NAME_RE.fullmatch(process_type):
         raise InvalidArgument(f"bad ProcessType: {process_type!r}")
     return process_type
 
@@ -381,7 +394,7 @@ DEFAULT_DUMP = "upload_file_minidump"
 
 def validate_dump_name(name):
     """A dump name from the submission form: letters, digits, ``_.-``, at most 128; not "dump"."""
-    if not isinstance(name, str) or not _NAME_RE.match(name) or name == "dump":
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name) or name == "dump":
         raise InvalidArgument(f"bad dump name: {name!r}")
     return name
 
@@ -405,8 +418,8 @@ def dump_name_from_column(column):
 LEVELS = ("minute", "hour", "day", "month", "year")
 _METRICS_FORMATS = {"minute": "%Y-%m-%dT%H:%M", "hour": "%Y-%m-%dT%H", "day": "%Y-%m-%d",
                     "month": "%Y-%m", "year": "%Y"}
-_METRICS_RE = {"minute": r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}", "hour": r"\d{4}-\d{2}-\d{2}T\d{2}",
-               "day": r"\d{4}-\d{2}-\d{2}", "month": r"\d{4}-\d{2}", "year": r"\d{4}"}
+_METRICS_RE = {"minute": r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}", "hour": r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}",
+               "day": r"[0-9]{4}-[0-9]{2}-[0-9]{2}", "month": r"[0-9]{4}-[0-9]{2}", "year": r"[0-9]{4}"}
 QUEUE_ROW = b"crash_report_queues"
 #: Signature counter levels (the wiki has no per-minute signature column).
 SIGNATURE_LEVELS = {"hour": "hourly_", "day": "daily_", "month": "monthly_", "year": "yearly_"}
@@ -463,7 +476,7 @@ def interval_end(level, start):
 
 def counter_column(name):
     """``counters:<name>`` of a metrics counter."""
-    if not isinstance(name, str) or not _NAME_RE.match(name):
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise InvalidArgument(f"bad counter name: {name!r}")
     return FAMILY_COUNTERS + b":" + name.encode("ascii")
 

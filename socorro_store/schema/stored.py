@@ -33,7 +33,9 @@ from datetime import datetime, timezone
 from ..errors import InvalidArgument
 from . import keys as K
 
-_STORED_TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:?\d{2})?$")
+# \A…\Z with fullmatch (``$`` accepts a trailing newline); [0-9], not \d (other scripts' digits)
+_STORED_TIME_RE = re.compile(
+    r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+-][0-9]{2}:?[0-9]{2})?\Z")
 SOCORRO_SHORT_STAMP_LEN = 19  # isoformat without microseconds: ``YYYY-MM-DDTHH:MM:SS``
 SOCORRO_QUEUE_ROW = b"crash_report_queue"
 _ROW_NAME_MAX = 256
@@ -49,14 +51,14 @@ def stored_time(raw):
         text = raw.decode("ascii") if isinstance(raw, (bytes, bytearray)) else raw
     except UnicodeDecodeError:
         text = None
-    if not isinstance(text, str) or not _STORED_TIME_RE.match(text):
+    if not isinstance(text, str) or not _STORED_TIME_RE.fullmatch(text):
         raise InvalidArgument(f"not a stored timestamp: {raw!r}")
     text = text[:10] + "T" + text[11:]
     if text.endswith("Z"):
         text = text[:-1] + "+00:00"
-    elif re.search(r"[+-]\d{4}$", text):
+    elif re.search(r"[+-][0-9]{4}\Z", text):
         text = text[:-2] + ":" + text[-2:]
-    fraction = re.search(r"\.(\d{1,6})", text)
+    fraction = re.search(r"\.([0-9]{1,6})", text)
     if fraction and len(fraction.group(1)) < 6:  # Python 3.10's fromisoformat wants 3 or 6 digits
         text = text[:fraction.start(1)] + fraction.group(1).ljust(6, "0") + text[fraction.end(1):]
     try:
@@ -112,7 +114,7 @@ def parse_stored_time_index_key(key):
     stamp = key[1:-K.CRASH_ID_LEN]
     if len(stamp) == K.TIMESTAMP_LEN:
         return crash_id, K.parse_key_timestamp(stamp)
-    if not re.fullmatch(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}", stamp):
+    if not re.fullmatch(rb"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}", stamp):
         raise InvalidArgument(f"not a time index row key: {key!r}")
     return crash_id, stored_time(stamp)
 

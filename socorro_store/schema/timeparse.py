@@ -39,13 +39,13 @@ def parse_timestamp(value, what="timestamp"):
         raise InvalidArgument(f"{what} is out of range in UTC: {value!r}") from None
 
 
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
+_DURATION = re.compile(r"\A([0-9]+(?:\.[0-9]+)?)([smhd]?)\Z")  # [0-9]: float() takes other scripts' digits
 _DURATION_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def parse_duration(text):
     """Seconds (a float) from ``90``, ``90s``, ``15m``, ``1h`` or ``2d``; InvalidArgument otherwise."""
-    match = _DURATION.match(text.strip()) if isinstance(text, str) else None
+    match = _DURATION.fullmatch(text.strip()) if isinstance(text, str) else None
     if not match:
         raise InvalidArgument(f"bad duration {text!r}: expected e.g. 90s, 15m, 1h, 2d")
     return float(match.group(1)) * _DURATION_UNITS[match.group(2)]

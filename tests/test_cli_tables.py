@@ -374,6 +374,9 @@ def test_codec_check_skips_tables_that_exist(url):
 
 def test_library_codec_map_is_validated_up_front(url):
     with open_backend(url) as backend:
+        with pytest.raises(InvalidArgument, match="ZIP"):
+            admin.check_codecs(backend, ["GZ", "ZIP"])
+        assert admin.check_codecs(backend, ["NONE", "LZO", "GZ"]) == {}  # embedded has them all
         for bad in ({"LZO": "ZIP"}, {"NONE": "GZ"}, ["LZO=GZ"]):
             with pytest.raises(InvalidArgument):
                 admin.create_tables(backend, codec_map=bad)

@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from ..errors import BackendError, InvalidArgument, TableNotFound
-from .spec_loader import apply_codec_map, check_codec_map, compare, hbase_shell_ddl, load_specs
+from .spec_loader import COMPRESSIONS, apply_codec_map, check_codec_map, compare, hbase_shell_ddl, load_specs
 from .specs import FamilySpec, TableSpec
 
 #: Name stem of the scratch tables that test codecs (created and dropped at once).
@@ -78,7 +78,11 @@ def check_codecs(backend, codecs):
     that is refused, one scratch table per codec tells which.  A refused create creates nothing.
     Skipped (``{}``) where COMPRESSION is not applicable (Bigtable).
     """
-    codecs = sorted({c for c in codecs if c != "NONE"})
+    codecs = sorted(set(codecs))
+    unknown = [c for c in codecs if c not in COMPRESSIONS]
+    if unknown:
+        raise InvalidArgument(f"unknown codec(s) {', '.join(map(repr, unknown))} (known: {', '.join(COMPRESSIONS)})")
+    codecs = [c for c in codecs if c != "NONE"]
     if not codecs or "COMPRESSION" in backend.not_applicable_attributes:
         return {}
 

@@ -269,12 +269,24 @@ def test_subprocess_export_pipe_import_and_commands(url, tmp_path):
     assert version.returncode == 0 and version.stdout.startswith(b"socorro-store ")
 
 
-def test_export_from_embedded_import_into_hbase_through_the_gateway(url, tmp_path, gateway_buffered_binary_url):
-    """Outgrowing the embedded store: a day moves to an hbase:// store (happybase against the real
-    Thrift1 gateway on loopback); the commands then read it there."""
+@pytest.fixture(params=["gateway-buffered-binary", "hbase-real"])
+def hbase_target(request, tmp_path):
+    """An empty hbase:// store URL: through our gateway, or on a real HBase."""
+    if request.param == "hbase-real":
+        pool = request.getfixturevalue("hbase_real_pool")
+        url = pool.acquire(want_specs=False)
+        yield url
+        pool.release(url)
+        return
     from conftest import isolated_url
 
-    hbase = isolated_url("gateway-buffered-binary", gateway_buffered_binary_url, tmp_path)
+    yield isolated_url(request.param, request.getfixturevalue("gateway_buffered_binary_url"), tmp_path)
+
+
+def test_export_from_embedded_import_into_hbase(url, tmp_path, hbase_target):
+    """Outgrowing the embedded store: a day moves to an hbase:// store (happybase against the
+    Thrift1 gateway on loopback, or a real HBase); the commands then read it there."""
+    hbase = hbase_target
     stream = tmp_path / "day.msgpack"
     run(url, "export", "--day", DAY.isoformat(), "-o", str(stream))
     first = json.loads(ok(run(hbase, "import", str(stream), "--json")))

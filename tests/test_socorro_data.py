@@ -39,7 +39,7 @@ CRASHES = {  # name: (crash id, submitted)
 }
 
 
-@pytest.fixture(params=["embedded", "gateway-framed-compact"])
+@pytest.fixture(params=["embedded", "gateway-framed-compact", "hbase-real"])
 def backend_kind(request):
     return request.param
 

@@ -33,6 +33,7 @@ _SIGNATURES = {
     "TimestampsFilter": ["*i"], "RowFilter": ["oc"], "FamilyFilter": ["oc"], "QualifierFilter": ["oc"],
     "ValueFilter": ["oc"], "ColumnRangeFilter": ["sbsb"],
     "SingleColumnValueFilter": ["ssoc", "ssocbb"], "SingleColumnValueExcludeFilter": ["ssoc", "ssocbb"],
+    "DependentColumnFilter": ["ss", "ssb", "ssboc"],
 }
 _CLASSES = {name: getattr(filters, name) for name in _SIGNATURES}
 
@@ -120,6 +121,8 @@ def _build(name, args):
                 converted[1] = make_comparator(converted[0], converted[1])
             elif name.startswith("SingleColumnValue"):
                 converted[3] = make_comparator(converted[2], converted[3])
+            elif name == "DependentColumnFilter" and len(converted) == 5:
+                converted[4] = make_comparator(converted[3], converted[4])
             return _CLASSES[name](*converted)
     raise FilterError(f"Incorrect arguments for {name}: expected {' or '.join(_SIGNATURES[name]) or 'none'}")
 

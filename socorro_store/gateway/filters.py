@@ -4,16 +4,22 @@
 objects that follow HBase's
 per-row protocol (``reset``, ``filter_row_key``, ``filter_cell`` returning a return code,
 ``transform_row``, ``filter_row``, ``filter_all_remaining``).  :func:`apply_filter` drives that
-protocol the way HBase's region scanner does: each column's versions are offered newest first
-until one is included (a scan returns one version), so a ValueFilter or TimestampsFilter can
-surface an older version exactly as HBase does.
+protocol the way HBase's region scanner does (``UserScanQueryMatcher.mergeFilterResponse``):
+
+* each column's versions (up to the family's VERSIONS) are offered newest first; a scan returns
+  one version per column, but the version after the included one is still offered to the
+  filter before the scanner moves on, so a ValueFilter can surface an older version and a
+  ``SKIP`` filter sees (and may reject the row for) the version behind the newest;
+* ``NEXT_ROW`` ends the row for the cell's *family* only: each family is a store scanner of its
+  own, so the other families' cells are still offered (a ColumnRangeFilter past its upper bound
+  in family ``a`` still lets family ``b``'s columns in range through).
 
 Errors raise :class:`FilterError`, HBase's IllegalArgumentException.
 """
 
 import re
 
-INCLUDE, SKIP, NEXT_COL, NEXT_ROW = 0, 1, 2, 3
+INCLUDE, INCLUDE_AND_NEXT_COL, SKIP, NEXT_COL, NEXT_ROW = 0, 1, 2, 3, 4
 
 
 class FilterError(ValueError):
@@ -95,6 +101,11 @@ class Filter:
 
     def set_reversed(self, value):
         self.reversed = value
+
+    def is_family_essential(self, family):
+        """False lets a region load the family only for rows the filter keeps (HBase's
+        "column families on demand"), which a reversed scan refuses."""
+        return True
 
 
 class _RowDecision(Filter):
@@ -260,7 +271,7 @@ class ColumnCountGetFilter(Filter):
 
     def filter_cell(self, cell):
         self.count += 1
-        return (NEXT_COL if self.count > self.limit else INCLUDE), cell
+        return (NEXT_COL if self.count > self.limit else INCLUDE_AND_NEXT_COL), cell
 
 
 class ColumnPaginationFilter(Filter):
@@ -279,7 +290,7 @@ class ColumnPaginationFilter(Filter):
             self.count += 1
         if self.count > self.offset + self.limit:
             return NEXT_ROW, cell
-        return (INCLUDE if self.count > self.offset else NEXT_COL), cell
+        return (INCLUDE_AND_NEXT_COL if self.count > self.offset else NEXT_COL), cell
 
 
 class SingleColumnValueFilter(Filter):
@@ -309,12 +320,42 @@ class SingleColumnValueFilter(Filter):
     def filter_row(self):
         return (not self.matched) if self.found else self.if_missing
 
+    def is_family_essential(self, family):
+        return not self.if_missing or family == self.family
+
 
 class SingleColumnValueExcludeFilter(SingleColumnValueFilter):
     """As SingleColumnValueFilter, but the tested column is left out of the results."""
 
     def transform_row(self, cells):
         return [c for c in cells if c[0] != self.family or c[1] != self.qualifier]
+
+
+class DependentColumnFilter(Filter):
+    """Keep only the cells whose timestamp one of the reference column's (offered) versions has;
+    with ``drop`` the reference column itself is left out; with a comparison, only the reference
+    versions whose value passes it count."""
+
+    has_filter_row = True
+
+    def __init__(self, family, qualifier, drop=False, op=None, comparator=None):
+        self.family, self.qualifier, self.drop = family, qualifier, drop
+        self.op, self.comparator = op, comparator
+        self.stamps = set()
+
+    def reset(self):
+        self.stamps = set()
+
+    def filter_cell(self, cell):
+        if cell[0] != self.family or cell[1] != self.qualifier:
+            return INCLUDE, cell  # decided in transform_row, once the stamps are known
+        if self.comparator is not None and not _keep(self.op, self.comparator, cell[3]):
+            return SKIP, cell
+        self.stamps.add(cell[2])
+        return (SKIP if self.drop else INCLUDE), cell
+
+    def transform_row(self, cells):
+        return [c for c in cells if c[2] in self.stamps]
 
 
 class SkipFilter(Filter):
@@ -332,6 +373,9 @@ class SkipFilter(Filter):
     def reset(self):
         self.inner.reset()
         self.drop = False
+
+    def is_family_essential(self, family):
+        return self.inner.is_family_essential(family)
 
     def filter_cell(self, cell):
         code, cell = self.inner.filter_cell(cell)
@@ -390,6 +434,9 @@ class FilterList(Filter):
         for f in self.filters:
             f.reset()
 
+    def is_family_essential(self, family):
+        return any(f.is_family_essential(family) for f in self.filters)
+
     def filter_row_key(self, row):
         verdicts = [f.filter_all_remaining() or f.filter_row_key(row) for f in self.filters]
         return any(verdicts) if self.all else all(verdicts)
@@ -402,9 +449,13 @@ class FilterList(Filter):
                 continue
             code, changed = f.filter_cell(cell if not self.all else out)
             codes.append(code)
-            if code == INCLUDE:
+            if code in (INCLUDE, INCLUDE_AND_NEXT_COL):
                 out = changed
-        return (max(codes) if self.all else min(codes)), out
+        if self.all:  # FilterListWithAND: the most restrictive, but "include, next column" + skip
+            code = max(codes)  # moves on to the next column
+            return (NEXT_COL if code == SKIP and INCLUDE_AND_NEXT_COL in codes else code), out
+        code = min(codes)  # FilterListWithOR: the least restrictive; a skip beside "include,
+        return (INCLUDE if code == INCLUDE_AND_NEXT_COL and SKIP in codes else code), out  # next col" includes
 
     def transform_row(self, cells):
         for f in self.filters:
@@ -424,25 +475,37 @@ class FilterList(Filter):
 def apply_filter(flt, row, cells):
     """Run one row through ``flt`` as HBase's scanner does; return the kept cells or None.
 
-    ``cells`` are every visible version, sorted by family, qualifier, newest first.  At most one
-    version per column is kept (the first one the filter includes).
+    ``cells`` are every visible version (at most the family's VERSIONS per column), sorted by
+    family, qualifier, newest first.  At most one version per column is kept: the first the
+    filter includes.  The filter still sees the next version (HBase counts versions again
+    after the filter and only then seeks to the next column).
     """
     flt.reset()
     if flt.filter_row_key(row):
         return None
-    kept, done_column = [], None
+    kept, column, included, done_column, done_family = [], None, 0, None, None
     for cell in cells:
-        column = (cell[0], cell[1])
-        if column == done_column:
+        if cell[0] == done_family:
+            continue
+        key = (cell[0], cell[1])
+        if key != column:
+            column, included = key, 0
+        elif key == done_column:
             continue
         code, out = flt.filter_cell(cell)
         if code == INCLUDE:
+            included += 1
+            if included == 1:
+                kept.append(out)
+            else:  # a second included version: HBase drops it and seeks to the next column
+                done_column = key
+        elif code == INCLUDE_AND_NEXT_COL:
             kept.append(out)
-            done_column = column
+            done_column = key
         elif code == NEXT_COL:
-            done_column = column
+            done_column = key
         elif code == NEXT_ROW:
-            break
+            done_family = cell[0]  # a store scanner seeks its own family to the next row
         if flt.filter_all_remaining():
             break
     kept = flt.transform_row(kept)

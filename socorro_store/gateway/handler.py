@@ -456,16 +456,29 @@ class HbaseHandler:
 
     # -- scanners ----------------------------------------------------------------------------
     def scannerOpenWithScan(self, tableName, scan, attributes):
+        """Scans HBase's region server refuses still open; their first fetch fails with IOError:
+        a ``batchSize`` with a filter that has a row-level verdict (IncompatibleFilterException),
+        and a reversed scan where the filter leaves a family to be loaded on demand
+        (SingleColumnValueFilter and a family other than its own: ReversedRegionScannerImpl)."""
         scan = scan or Hbase.TScan()
         reverse = bool(scan.reversed)
         check_timestamp(scan.timestamp)
         flt = parse_filter(scan.filterString, reverse) if scan.filterString else None
         batch = scan.batchSize if scan.batchSize and scan.batchSize > 0 else None
+        error = None
         if batch and flt is not None and flt.has_filter_row:
-            raise Uncaught("Cannot set batch on a scan using a filter that returns true for "
-                           "filter.hasFilterRow")  # IncompatibleFilterException
+            error = _io_error("org.apache.hadoop.hbase.filter.IncompatibleFilterException",
+                              "Cannot set batch on a scan using a filter that returns true for "
+                              "filter.hasFilterRow")
+        elif reverse and flt is not None:
+            select = selectors(scan.columns)
+            families = ({fam for fam, _q in select} if select
+                        else set(self.engine.families(_text(tableName))))
+            if not all(flt.is_family_essential(fam) for fam in families):
+                error = _io_error("org.apache.hadoop.hbase.DoNotRetryIOException",
+                                  "Reverse scan with loading CFs on demand is not supported")
         return self._open_scanner(tableName, scan.startRow, scan.stopRow, scan.columns, scan.timestamp,
-                                  reverse, flt, batch, bool(scan.sortColumns), scan.caching)
+                                  reverse, flt, batch, bool(scan.sortColumns), scan.caching, error)
 
     def scannerOpen(self, tableName, startRow, columns, attributes):
         return self._open_scanner(tableName, startRow, None, columns, None)
@@ -487,7 +500,7 @@ class HbaseHandler:
                                   flt=WhileMatchFilter(PrefixFilter(prefix)))
 
     def _open_scanner(self, tableName, start, stop, columns, timestamp, reverse=False, flt=None,
-                      batch=None, sort_columns=False, caching=None):
+                      batch=None, sort_columns=False, caching=None, error=None):
         name = _text(tableName)
         select = selectors(columns)
         self.engine.check_columns(name, select)  # missing table/family fails at open, not at fetch
@@ -500,7 +513,7 @@ class HbaseHandler:
         rows = self.engine.scan(name, low, high, reverse, select, timestamp,
                                 versions=ALL_VERSIONS if flt is not None else 1, page_size=page,
                                 low_inclusive=low_inc, high_inclusive=high_inc)
-        return self.scanners.add(Scanner(rows, flt, batch, sort_columns))
+        return self.scanners.add(Scanner(rows, flt, batch, sort_columns, error))
 
     def _scanner(self, scanner_id):
         scanner = self.scanners.get(scanner_id)

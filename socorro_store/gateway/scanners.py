@@ -19,8 +19,11 @@ _I32 = 2**31
 class Scanner:
     """One open scan.  ``next_rows(n)`` returns up to ``n`` ``(row, cells)`` results."""
 
-    def __init__(self, rows, flt=None, batch=None, sort_columns=False):
+    def __init__(self, rows, flt=None, batch=None, sort_columns=False, error=None):
+        """``error``: raised by every fetch; HBase opens some scans it cannot run (an
+        incompatible batch, a reversed scan of on-demand families) and fails their first fetch."""
         self.sort_columns = sort_columns
+        self.error = error
         self._results = self._generate(rows, flt, batch)
         self.lock = threading.Lock()
         self.last_used = time.monotonic()
@@ -44,6 +47,8 @@ class Scanner:
     def next_rows(self, count):
         with self.lock:
             self.last_used = time.monotonic()
+            if self.error is not None:
+                raise self.error
             if self.done or count <= 0:
                 return []
             out = list(itertools.islice(self._results, count))

@@ -68,6 +68,22 @@ def hbase_real_url(hbase_real):
     return hbase_real[0]
 
 
+@pytest.fixture(scope="session")
+def hbase_real_framed_compact_url(hbase_real):
+    """A framed + compact Thrift1 server on the same HBase (HBase's default 2 MB frame limit).
+
+    Beside ``$SOCORRO_STORE_TEST_HBASE``, ``$SOCORRO_STORE_TEST_HBASE_FRAMED`` names one.
+    """
+    url, local = hbase_real
+    if local is None:
+        framed = os.environ.get("SOCORRO_STORE_TEST_HBASE_FRAMED")
+        if not framed:
+            pytest.skip("SOCORRO_STORE_TEST_HBASE names one Thrift server; set "
+                        "SOCORRO_STORE_TEST_HBASE_FRAMED to a framed + compact one for these tests")
+        return framed
+    return local.start_extra_thrift("framed", "compact")
+
+
 def _with_prefix(base_url, prefix):
     sep = "&" if "?" in base_url else "?"
     return f"{base_url}{sep}table_prefix={prefix}"

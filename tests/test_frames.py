@@ -6,6 +6,7 @@ Every test talks to a real ``socorro-store serve`` on loopback through the hbase
 
 import random
 import sys
+import uuid
 
 import happybase  # noqa: F401  (registers the Hbase_thrift module)
 import pytest
@@ -34,9 +35,24 @@ def _dump(size, seed):
     return random.Random(seed).randbytes(size)
 
 
-@pytest.fixture(scope="module")
-def framed_2mb(tmp_path_factory):
-    """A framed/compact gateway with HBase's default frame limit (no --max-frame-mb)."""
+class RealHBaseServer:
+    """A real HBase's framed/compact Thrift server, addressed like a :class:`Gateway`."""
+
+    def __init__(self, base_url):
+        self.base_url, self.session = base_url, "f" + uuid.uuid4().hex[:6]
+
+    def url(self, table_prefix, **options):
+        query = "".join(f"&{k}={v}" for k, v in options.items())
+        return f"{self.base_url}&table_prefix={self.session}{table_prefix}{query}"
+
+
+@pytest.fixture(scope="module", params=["gateway", "hbase-real"])
+def framed_2mb(request, tmp_path_factory):
+    """A framed/compact server with HBase's default 2 MB frame limit: our gateway (no
+    --max-frame-mb), or HBase's own Thrift server, which holds the client to the real limit."""
+    if request.param == "hbase-real":
+        yield RealHBaseServer(request.getfixturevalue("hbase_real_framed_compact_url"))
+        return
     gateway = Gateway(tmp_path_factory.mktemp("framed-2mb"), "framed", "compact")
     yield gateway
     gateway.stop()

@@ -187,6 +187,7 @@ class LocalHBase:
         self.thrift_port = None
         self.master = None
         self.thrift = None
+        self.extra_thrift = []
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -248,14 +249,45 @@ class LocalHBase:
     def start_master(self):
         self.master = self._java("master", self.master_heap, "org.apache.hadoop.hbase.master.HMaster", ["start"])
 
-    def start_thrift(self):
-        args = ["-b", "127.0.0.1", "-p", str(self.thrift_port), "-threadpool"]
-        if self.transport == "framed":
+    def _thrift_server(self, name, port, transport, protocol):
+        args = ["-b", "127.0.0.1", "-p", str(port), "-threadpool"]
+        if transport == "framed":
             args.append("-f")
-        if self.protocol == "compact":
+        if protocol == "compact":
             args.append("-c")
-        self.thrift = self._java("thrift", self.thrift_heap, "org.apache.hadoop.hbase.thrift.ThriftServer",
-                                 [*args, "start"])
+        return self._java(name, self.thrift_heap, "org.apache.hadoop.hbase.thrift.ThriftServer", [*args, "start"])
+
+    def start_thrift(self):
+        self.thrift = self._thrift_server("thrift", self.thrift_port, self.transport, self.protocol)
+
+    def start_extra_thrift(self, transport, protocol, timeout_s=60):
+        """Another Thrift1 server on the same HBase (say framed + compact beside buffered + binary).
+
+        Returns its store URL; :meth:`stop` stops it too.
+        """
+        port = free_port()
+        name = f"thrift-{transport}-{protocol}"
+        proc = self._thrift_server(name, port, transport, protocol)
+        self.extra_thrift.append(proc)
+        url = f"hbase://127.0.0.1:{port}?transport={transport}&protocol={protocol}"
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise HBaseUnavailable(f"HBase {name} exited with {proc.returncode}{self.log_tail(name)}")
+            try:
+                import happybase
+
+                conn = happybase.Connection("127.0.0.1", port, timeout=10000, transport=transport,
+                                            protocol=protocol)
+                try:
+                    conn.tables()
+                finally:
+                    conn.close()
+                return url
+            except Exception as exc:  # not listening yet
+                if time.monotonic() > deadline:
+                    raise HBaseUnavailable(f"HBase {name} did not answer: {exc}{self.log_tail(name)}") from None
+                time.sleep(0.3)
 
     def start(self, timeout_s=120):
         """Fetch, configure, start both processes and wait until DDL works.  Returns ``self``."""
@@ -341,7 +373,8 @@ class LocalHBase:
 
     def stop(self, grace_s=30):
         """SIGTERM the Thrift server, then the master (SIGKILL after ``grace_s`` each)."""
-        self._end(self.thrift, signal.SIGTERM, grace_s)
+        for proc in [*self.extra_thrift, self.thrift]:
+            self._end(proc, signal.SIGTERM, grace_s)
         self._end(self.master, signal.SIGTERM, grace_s)
 
     def __enter__(self):

@@ -71,12 +71,24 @@ def test_hostile_names_round_trip_at_the_engine_level(tmp_path):
         engine.close()
 
 
-LEGAL_FOR_HBASE = ["ok_table", "dots.and-dashes", "under_score9"]
-ILLEGAL_FOR_HBASE = [SQL, "../../outside", "/tmp/abs", 'dq"uote', "nul\x00byte", "ünï", ".hidden", "-dash", ""]
+# HBase's TableName takes Unicode letters and digits (Character.isLetterOrDigit), not symbols
+LEGAL_FOR_HBASE = ["ok_table", "dots.and-dashes", "under_score9", "ünï", "١٢"]
+ILLEGAL_FOR_HBASE = [SQL, "../../outside", "/tmp/abs", 'dq"uote', "nul\x00byte", "a☃", ".hidden", "-dash", ""]
 
 
-def test_hostile_names_through_the_gateway(gateway_buffered_binary):
-    conn = happybase.Connection("127.0.0.1", gateway_buffered_binary.port, autoconnect=True)
+@pytest.fixture(params=["gateway", "hbase-real"])
+def thrift_server(request):
+    """``(port, gateway or None)``: our gateway, or a real HBase's Thrift1 server to hold it to."""
+    if request.param == "gateway":
+        gateway = request.getfixturevalue("gateway_buffered_binary")
+        return gateway.port, gateway
+    url = request.getfixturevalue("hbase_real_url")
+    return int(url.split("://", 1)[1].split("?")[0].rsplit(":", 1)[1]), None
+
+
+def test_hostile_names_through_the_gateway(thrift_server):
+    port, gateway = thrift_server
+    conn = happybase.Connection("127.0.0.1", port, autoconnect=True)
     try:
         prefix = "h" + uuid.uuid4().hex[:8]
         for name in LEGAL_FOR_HBASE:
@@ -86,8 +98,16 @@ def test_hostile_names_through_the_gateway(gateway_buffered_binary):
             with pytest.raises((TApplicationException, Hbase_thrift.IllegalArgument)) as info:
                 conn.create_table(name, {"f": {}})
             assert "Illegal" in repr(info.value) or "createTable" in repr(info.value), info.value
+        with pytest.raises(Hbase_thrift.IOError, match="NamespaceNotFoundException"):
+            conn.create_table(f"nosuchns{prefix}:t", {"f": {}})
+        # the default namespace is the plain name: "default:T" is T, everywhere
+        conn.create_table(f"default:{prefix}_ns", {"f": {}})
+        conn.table(f"default:{prefix}_ns").put(b"r", {b"f:q": b"v"})
+        assert conn.table(f"{prefix}_ns").row(b"r") == {b"f:q": b"v"}
+        conn.delete_table(f"{prefix}_ns", disable=True)
         tables = [t.decode() for t in conn.tables()]
         assert not set(ILLEGAL_FOR_HBASE) & set(tables)
+        assert not [t for t in tables if t.startswith(("nosuchns", "default:"))]
         table = conn.table(f"{prefix}_{LEGAL_FOR_HBASE[0]}")
         for row in ROWS:
             table.put(row, {b"f:" + q: row[:10] + q[:10] for q in QUALIFIERS} | {b"g'x\":" + SQL.encode(): b"v"})
@@ -103,8 +123,12 @@ def test_hostile_names_through_the_gateway(gateway_buffered_binary):
         assert b"Row length 32768" in info.value.message
         assert [row for row, _ in table.scan()] == sorted(ROWS)  # the refused put wrote nothing
     finally:
+        for name in LEGAL_FOR_HBASE:
+            conn.delete_table(f"{prefix}_{name}", disable=True)
         conn.close()
-    store = gateway_buffered_binary.directory
+    if gateway is None:
+        return
+    store = gateway.directory
     assert {n for n in os.listdir(store) if not n.endswith(("-wal", "-shm"))} == {"catalog.sqlite", "tables"}
     for name in os.listdir(os.path.join(store, "tables")):
         assert name.split("-")[0].startswith("t") and name.split("-")[0].endswith(".sqlite"), name

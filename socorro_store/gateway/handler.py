@@ -17,7 +17,7 @@ else (:class:`Uncaught`, filter syntax errors, bugs).  No handler error closes t
 
 import logging
 import os
-import re
+import unicodedata
 import zlib
 
 import thriftpy2
@@ -39,7 +39,6 @@ ALL_VERSIONS = 2**31 - 1
 _COMPRESSIONS = {"none": "NONE", "gz": "GZ", "lzo": "LZO", "snappy": "SNAPPY", "lz4": "LZ4",
                  "zstd": "ZSTD", "bzip2": "BZIP2"}
 _BLOOM_TYPES = ("NONE", "ROW", "ROWCOL", "ROWPREFIX_FIXED_LENGTH")
-_TABLE_NAME = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_.\-]*:)?[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 _SIGNED = bytes((b ^ 0x80) for b in range(256))  # maps unsigned byte order onto Java's signed order
 
 
@@ -49,6 +48,23 @@ class Uncaught(Exception):
 
 def _text(name):
     return name.decode("utf-8", "surrogateescape")
+
+
+def _table_name(name):
+    """A table name as the engine knows it: HBase's ``default:`` namespace is the plain name."""
+    text = _text(name or b"")
+    return text[len("default:"):] if text.startswith("default:") else text
+
+
+def _legal_qualifier(name):
+    """HBase's TableName rule: a letter, digit or ``_`` first, then those or ``-`` and ``.``;
+    letters and digits are Unicode ones (Java's Character.isLetterOrDigit)."""
+    def letter_or_digit(char):
+        category = unicodedata.category(char)
+        return category[0] == "L" or category == "Nd"
+
+    return (bool(name) and (letter_or_digit(name[0]) or name[0] == "_")
+            and all(letter_or_digit(c) or c in "_-." for c in name[1:]))
 
 
 def _io_error(java_class, message):
@@ -164,9 +180,13 @@ class HbaseHandler:
         return [name.encode("utf-8", "surrogateescape") for name in self.engine.table_names()]
 
     def createTable(self, tableName, columnFamilies):
-        name = _text(tableName or b"")
-        if not _TABLE_NAME.fullmatch(name) or name == "zookeeper":
+        name = _table_name(tableName)
+        namespace, _sep, qualifier = name.rpartition(":")
+        if (namespace and not _legal_qualifier(namespace)) or not _legal_qualifier(qualifier) \
+                or name == "zookeeper":
             raise Uncaught(f"Illegal table name {name!r}")  # TableName.valueOf, outside the try
+        if namespace:  # the engine has only HBase's default namespace
+            raise _io_error("org.apache.hadoop.hbase.NamespaceNotFoundException", namespace)
         if name in self.engine.table_names():
             raise Hbase.AlreadyExists(message="table name already in use")
         families, extras = [], {}
@@ -208,7 +228,7 @@ class HbaseHandler:
         return spec, {"bloomFilterType": bloom}
 
     def deleteTable(self, tableName):
-        name = _text(tableName)
+        name = _table_name(tableName)
         if name not in self.engine.table_names():
             raise _io_error("java.io.IOException", "table does not exist")
         if self.engine.is_enabled(name):
@@ -216,28 +236,28 @@ class HbaseHandler:
         self.engine.drop_table(name)
 
     def enableTable(self, tableName):
-        name = _text(tableName)
+        name = _table_name(tableName)
         if self.engine.is_enabled(name):
             raise _io_error("org.apache.hadoop.hbase.TableNotDisabledException", name)
         self.engine.set_enabled(name, True)
 
     def disableTable(self, tableName):
-        name = _text(tableName)
+        name = _table_name(tableName)
         if not self.engine.is_enabled(name):
             raise _io_error("org.apache.hadoop.hbase.TableNotEnabledException", name)
         self.engine.set_enabled(name, False)
 
     def isTableEnabled(self, tableName):
-        return self.engine.is_enabled(_text(tableName))
+        return self.engine.is_enabled(_table_name(tableName))
 
     def compact(self, tableNameOrRegionName):
-        name = _text(tableNameOrRegionName).split(",", 1)[0]  # a region name starts with the table
+        name = _table_name(tableNameOrRegionName).split(",", 1)[0]  # a region name starts with the table
         self.engine.compact(name)
 
     majorCompact = compact
 
     def getColumnDescriptors(self, tableName):
-        name = _text(tableName)
+        name = _table_name(tableName)
         families = self.engine.families(name)
         extras = self.engine.family_extras(name)
         out = {}
@@ -251,7 +271,7 @@ class HbaseHandler:
         return out
 
     def getTableRegions(self, tableName):
-        name = _text(tableName)
+        name = _table_name(tableName)
         if name not in self.engine.table_names():
             return []  # HBase answers an empty list, not an error
         region_id = zlib.crc32(tableName)
@@ -267,7 +287,7 @@ class HbaseHandler:
         check_timestamp(timestamp)
         if not rows:
             return []
-        found = self.engine.get(_text(tableName), list(rows), selectors(columns), timestamp)
+        found = self.engine.get(_table_name(tableName), list(rows), selectors(columns), timestamp)
         return [row_result(row, cells) for row, cells in found]
 
     def getRow(self, tableName, row, attributes):
@@ -299,7 +319,7 @@ class HbaseHandler:
         check_timestamp(timestamp)
         if versions is None or versions <= 0:
             raise Uncaught("maxVersions must be positive")
-        found = self.engine.get(_text(tableName), [row], [parse_column(column or b"")], timestamp,
+        found = self.engine.get(_table_name(tableName), [row], [parse_column(column or b"")], timestamp,
                                 versions=versions)
         if not found:
             return []
@@ -358,7 +378,7 @@ class HbaseHandler:
     def _mutate_rows(self, tableName, row_batches, timestamp):
         mutations = self._mutations(row_batches, timestamp)
         if mutations:
-            self.engine.mutate(_text(tableName), mutations, timestamp)
+            self.engine.mutate(_table_name(tableName), mutations, timestamp)
 
     def mutateRow(self, tableName, row, mutations, attributes):
         self._mutate_row(tableName, row, mutations, None)
@@ -378,7 +398,7 @@ class HbaseHandler:
         if not batches:
             return
         _row, puts, deletes, _all = batches[0]
-        name = _text(tableName)
+        name = _table_name(tableName)
         if deletes:
             self.engine.mutate(name, [(row, [], deletes, False)], timestamp)
         if puts:
@@ -399,13 +419,13 @@ class HbaseHandler:
     def _delete(self, tableName, row, deletes, whole_row, timestamp):
         check_row(row or b"")
         check_timestamp(timestamp)
-        self.engine.mutate(_text(tableName), [(row, [], deletes, whole_row)], timestamp)
+        self.engine.mutate(_table_name(tableName), [(row, [], deletes, whole_row)], timestamp)
 
     # -- counters and atomic calls -----------------------------------------------------------
     def atomicIncrement(self, tableName, row, column, value):
         check_row(row or b"")
         fam, qual = parse_column(column or b"")
-        return self.engine.increment(_text(tableName), [(row, fam, qual or b"", value or 0)])[0]
+        return self.engine.increment(_table_name(tableName), [(row, fam, qual or b"", value or 0)])[0]
 
     def increment(self, increment):
         self.incrementRows([increment])
@@ -421,7 +441,7 @@ class HbaseHandler:
                 raise Uncaught("TIncrement column needs a qualifier")  # HBase: NPE
             by_table.setdefault(inc.table, []).append((inc.row, fam, qual, inc.ammount or 0))
         for table, batch in by_table.items():
-            self.engine.increment(_text(table), batch)
+            self.engine.increment(_table_name(table), batch)
 
     def checkAndPut(self, tableName, row, column, value, mput, attributes):
         check_row(row or b"")
@@ -434,7 +454,7 @@ class HbaseHandler:
         if put_qual is None:
             raise Hbase.IllegalArgument(message="Invalid famAndQf provided.")
         puts = [(put_fam, put_qual, mput.value if mput.value is not None else b"")]
-        return self.engine.check_and_put(_text(tableName), row, fam, qual, value, puts)
+        return self.engine.check_and_put(_table_name(tableName), row, fam, qual, value, puts)
 
     def append(self, append):
         if not append.table or not append.row:
@@ -449,7 +469,7 @@ class HbaseHandler:
             if qual is None:
                 raise Uncaught("TAppend column needs a qualifier")
             deltas.append((fam, qual, delta or b""))
-        cells = self.engine.append(_text(append.table), append.row, deltas)
+        cells = self.engine.append(_table_name(append.table), append.row, deltas)
         # HBase answers the Result's cells, which are in (family, qualifier) order, not the
         # request's: a client maps the nameless TCells back by sorting its columns.
         return [Hbase.TCell(value=value, timestamp=ts) for _f, _q, ts, value in sorted(cells, key=lambda c: c[:2])]
@@ -473,7 +493,7 @@ class HbaseHandler:
         elif reverse and flt is not None:
             select = selectors(scan.columns)
             families = ({fam for fam, _q in select} if select
-                        else set(self.engine.families(_text(tableName))))
+                        else set(self.engine.families(_table_name(tableName))))
             if not all(flt.is_family_essential(fam) for fam in families):
                 error = _io_error("org.apache.hadoop.hbase.DoNotRetryIOException",
                                   "Reverse scan with loading CFs on demand is not supported")
@@ -501,7 +521,7 @@ class HbaseHandler:
 
     def _open_scanner(self, tableName, start, stop, columns, timestamp, reverse=False, flt=None,
                       batch=None, sort_columns=False, caching=None, error=None):
-        name = _text(tableName)
+        name = _table_name(tableName)
         select = selectors(columns)
         self.engine.check_columns(name, select)  # missing table/family fails at open, not at fetch
         start, stop = start or None, stop or None

@@ -88,9 +88,13 @@ class CrashStore:
         """Send coalesced counter increments now (a no-op without ``counter_flush_ms``)."""
         return self.live_counters.flush()
 
-    def create_tables(self):
-        """Create the tables from the specs (like ``tables create``); returns the report."""
-        return create_tables(self.backend)
+    def create_tables(self, codec_map=None):
+        """Create the tables from the specs (like ``tables create``); returns the report.
+
+        ``codec_map`` (``{"LZO": "GZ"}``) creates families with a codec the cluster lacks under
+        one it has (:func:`~socorro_store.schema.table_admin.create_tables`).
+        """
+        return create_tables(self.backend, codec_map=codec_map)
 
     # -- saving ------------------------------------------------------------------------------
     def save_raw_crash(self, raw_crash, dumps, crash_id):

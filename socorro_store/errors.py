@@ -75,6 +75,22 @@ class CrashIDNotFound(SocorroStoreError, LookupError):
     """No crash (or no part of it that was asked for) is stored under that id."""
 
 
+class CrashDeleted(CrashIDNotFound):
+    """The crash was deleted (a privacy deletion) while it was being saved: the save did not
+    happen, and nothing of it stays.  ``crash_ids`` are the deleted crashes of the call; the other
+    crashes of a batch were saved.  A deleted crash stays deleted."""
+
+    def __init__(self, crash_ids):
+        self.crash_ids = list(crash_ids)
+        super().__init__(f"crash deleted while being saved: {', '.join(self.crash_ids)}")
+
+
+class GroupWriteInterrupted(SocorroStoreError):
+    """The caller that was writing this call's group (group commit) was interrupted (Ctrl-C,
+    a signal-based timeout) in the middle of the write.  The write may be partial; saves are
+    idempotent, so retry."""
+
+
 class StoreNotFound(SocorroStoreError, LookupError):
     """An embedded store directory holds no store, and the caller asked not to create one."""
 

@@ -24,7 +24,7 @@ from datetime import date, datetime
 from ..backends import RowMutation
 from ..backends.base import MAX_CELL_BYTES
 from ..checks import is_int
-from ..errors import CrashIDNotFound, InvalidArgument
+from ..errors import CrashDeleted, CrashIDNotFound, InvalidArgument
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of
 from ..schema.queue_keys import COL_DEAD, COL_DEAD_LETTER, claim_cell, dead_letter_key
@@ -34,6 +34,7 @@ from .queue import (
     claims_done_mutations,
     lease_of,
     merged_scan,
+    put_if_crash_exists,
     read_claims,
     readable_rows,
     read_dead_letter_cells,
@@ -239,18 +240,75 @@ def read_states(backend, crash_ids):
 
 
 def write_processed(backend, crashes, live_counters, held=None):
-    """Write prepared processed crashes; :class:`CrashIDNotFound` (nothing written) for an unknown one.
+    """Write prepared processed crashes.
+
+    :class:`CrashIDNotFound` (nothing written) for a crash unknown when the call starts.  A crash
+    deleted after that (:mod:`deletion`, e.g. while a processor held it) is not written: the
+    crash-row write is a check-and-put conditional on the row still naming its crash
+    (``ids:ooid``), so a save never brings back a deleted crash's processed data, signature
+    pointer, claim history or counts.  The other crashes are written, then
+    :class:`CrashDeleted` names the deleted ones.
 
     ``held`` (the store's :class:`~.claims.HeldClaims`): the states its takes read are used, and
     their claims forgotten; only crashes not taken through it have their state read here.
     """
     known = held.pop_many([c.crash_id for c in crashes], saving=True) if held is not None else {}
     try:
-        _write_processed(backend, crashes, live_counters, known)
+        deleted = _write_processed(backend, crashes, live_counters, known)
     except BaseException:
         if known:
             held.saving_failed(known.values())
         raise
+    if deleted:
+        raise CrashDeleted(deleted)
+
+
+def _processed_writes(crash, state):
+    """What saving ``crash`` over ``state`` writes: ``{"sig_put", "row", "stale", "queue_deletes",
+    "claims_done", "increments", "fresh"}`` (no I/O)."""
+    submitted = state["submitted"]
+    ooid = {K.COL_OOID: crash.crash_id.encode("ascii")}
+    out = {"sig_put": RowMutation(K.signature_index_key(crash.signature, submitted, crash.crash_id), ooid),
+           "row": RowMutation(K.crash_row_key(crash.crash_id), dict(crash.puts)), "stale": [],
+           "queue_deletes": {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: []},
+           "claims_done": [], "increments": [], "fresh": []}
+    queue_deletes, increments = out["queue_deletes"], out["increments"]
+    legacy = state["legacy"] == 0
+    # Delete the queue pointers every time, not only on first processing: deletes are
+    # idempotent, and a retry after a save that wrote the crash row but failed before these
+    # deletes must not leave the crash queued forever.  Their claim histories end (done).
+    for form in time_index_key_forms(crash.crash_id, submitted):  # Socorro's 19-char keys too
+        queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
+        out["claims_done"].append(form)
+        if legacy:
+            queue_deletes[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
+    if not state["processed"]:
+        increments += counters.queue_increments(
+            deletes_unprocessed=1, deletes_unprocessed_legacy=int(legacy),
+            inserts_processed_legacy=int(legacy))
+        increments += counters.signature_increments(crash.signature, submitted)
+        out["fresh"].append((crash.signature, submitted))
+    elif state["signature"] != crash.signature:  # reprocessed with a new signature: move its count
+        old = state["signature"]
+        if old is not None:
+            out["stale"].append(RowMutation(K.signature_index_key(old, submitted, crash.crash_id), delete_row=True))
+            increments += counters.signature_increments(old, submitted, -1)
+        increments += counters.signature_increments(crash.signature, submitted)
+        out["fresh"].append((crash.signature, submitted))
+    if state["priority"]:
+        requested = K.parse_key_timestamp(state["priority"])
+        queue_deletes[K.UNPROCESSED_FLAG].append(
+            RowMutation(K.priority_key(crash.crash_id, requested), delete_row=True))
+        out["claims_done"].append(K.priority_key(crash.crash_id, requested))
+        out["row"].deletes.append(K.COL_PRIORITY)
+        increments += counters.queue_increments(deletes_unprocessed_priority=1,
+                                                inserts_processed_priority=1)
+    if crash.error:
+        increments += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS])
+    if state.get("dead_lettered") is not None:  # processed at last: no longer a dead letter
+        out["row"].deletes.append(COL_DEAD_LETTERED)
+        queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash.crash_id), delete_row=True))
+    return out
 
 
 def _write_processed(backend, crashes, live_counters, known):
@@ -258,57 +316,29 @@ def _write_processed(backend, crashes, live_counters, known):
     unknown = [c.crash_id for c in crashes if c.crash_id not in states]
     if unknown:
         states.update(read_states(backend, unknown))
-    sig_puts, crash_rows, stale = [], [], []
-    queue_deletes = {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: []}
+    writes = [(crash, _processed_writes(crash, states[crash.crash_id])) for crash in crashes]
+    backend.mutate_rows(K.SIGNATURE_OOID, [w["sig_put"] for _crash, w in writes])  # the pointer first
+    deleted = put_if_crash_exists(backend, [w["row"] for _crash, w in writes])
+    if deleted:
+        # Deleted since its state was read (a processor held it through a privacy deletion): the
+        # pointer just written goes, and nothing else of the save is written or counted.
+        backend.mutate_rows(K.SIGNATURE_OOID, [RowMutation(w["sig_put"].row, delete_row=True)
+                                               for crash, w in writes if crash.crash_id in deleted])
+        writes = [(crash, w) for crash, w in writes if crash.crash_id not in deleted]
+    queue_deletes = {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: [], K.SIGNATURE_OOID: []}
     increments, fresh, claims_done = [], [], []
-    for crash in crashes:
-        state = states[crash.crash_id]
-        submitted = state["submitted"]
-        ooid = {K.COL_OOID: crash.crash_id.encode("ascii")}
-        sig_puts.append(RowMutation(K.signature_index_key(crash.signature, submitted, crash.crash_id), ooid))
-        mutation = RowMutation(K.crash_row_key(crash.crash_id), dict(crash.puts))
-        legacy = state["legacy"] == 0
-        # Delete the queue pointers every time, not only on first processing: deletes are
-        # idempotent, and a retry after a save that wrote the crash row but failed before these
-        # deletes must not leave the crash queued forever.  Their claim histories end (done).
-        for form in time_index_key_forms(crash.crash_id, submitted):  # Socorro's 19-char keys too
-            queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
-            claims_done.append(form)
-            if legacy:
-                queue_deletes[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
-        if not state["processed"]:
-            increments += counters.queue_increments(
-                deletes_unprocessed=1, deletes_unprocessed_legacy=int(legacy),
-                inserts_processed_legacy=int(legacy))
-            increments += counters.signature_increments(crash.signature, submitted)
-            fresh.append((crash.signature, submitted))
-        elif state["signature"] != crash.signature:  # reprocessed with a new signature: move its count
-            old = state["signature"]
-            if old is not None:
-                stale.append(RowMutation(K.signature_index_key(old, submitted, crash.crash_id), delete_row=True))
-                increments += counters.signature_increments(old, submitted, -1)
-            increments += counters.signature_increments(crash.signature, submitted)
-            fresh.append((crash.signature, submitted))
-        if state["priority"]:
-            requested = K.parse_key_timestamp(state["priority"])
-            queue_deletes[K.UNPROCESSED_FLAG].append(
-                RowMutation(K.priority_key(crash.crash_id, requested), delete_row=True))
-            claims_done.append(K.priority_key(crash.crash_id, requested))
-            mutation.deletes.append(K.COL_PRIORITY)
-            increments += counters.queue_increments(deletes_unprocessed_priority=1,
-                                                    inserts_processed_priority=1)
-        if crash.error:
-            increments += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS])
-        if state.get("dead_lettered") is not None:  # processed at last: no longer a dead letter
-            mutation.deletes.append(COL_DEAD_LETTERED)
-            queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash.crash_id), delete_row=True))
-        crash_rows.append(mutation)
+    for _crash, w in writes:
+        for table, mutations in w["queue_deletes"].items():
+            queue_deletes[table] += mutations
+        queue_deletes[K.SIGNATURE_OOID] += w["stale"]
+        increments += w["increments"]
+        fresh += w["fresh"]
+        claims_done += w["claims_done"]
     queue_deletes[K.UNPROCESSED_FLAG] += claims_done_mutations(claims_done)
-    backend.mutate_rows(K.SIGNATURE_OOID, sig_puts)
-    backend.mutate_rows(K.CRASH_REPORTS, crash_rows)
     # the queue pointers go once the processed crash row is stored
-    backend.mutate_tables({**queue_deletes, K.SIGNATURE_OOID: stale})
+    backend.mutate_tables(queue_deletes)
     live_counters.send(increments, lambda: counters.first_seen(backend, fresh, live_counters.seen_markers))
+    return sorted(deleted)
 
 
 def unique_crash_ids(crash_ids):
@@ -326,6 +356,9 @@ def unique_crash_ids(crash_ids):
 
 def enqueue_priority(backend, crash_ids, now, live_counters):
     """Queue crashes for (re)processing: pointer rows first, then ``flags:priority_processing``.
+
+    A crash deleted meanwhile is not queued, and nothing of the request stays (the flag is put
+    by a check-and-put that cannot also check the crash exists, so the rows are read back).
 
     A crash that already has a pending priority request keeps it (no duplicate row).  The flag is
     set with a check-and-put expecting none, so of two concurrent requests only one wins; the
@@ -346,6 +379,11 @@ def enqueue_priority(backend, crash_ids, now, live_counters):
     won = backend.check_and_put_many(K.CRASH_REPORTS, [
         (K.crash_row_key(cid), K.COL_PRIORITY, None, {K.COL_PRIORITY: stamp}) for cid in todo])
     lost = [cid for cid, ok in zip(todo, won) if not ok]
+    gone = _vanished(backend, [cid for cid, ok in zip(todo, won) if ok])
+    if gone:  # deleted since their state was read: the flag just put (a stub row) and the pointer go
+        backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cid), delete_row=True) for cid in gone])
+        backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(K.priority_key(cid, now), delete_row=True)
+                                                 for cid in gone])
     if lost:  # another request got there first: its pointer stands, ours goes...
         flags = backend.get_rows(K.CRASH_REPORTS, [K.crash_row_key(cid) for cid in lost], columns=[K.COL_PRIORITY])
         ours = [cid for cid in lost  # ...unless both were made in the same microsecond (same row)
@@ -353,10 +391,18 @@ def enqueue_priority(backend, crash_ids, now, live_counters):
         if ours:
             backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(K.priority_key(cid, now), delete_row=True)
                                                      for cid in ours])
-    queued = len(todo) - len(lost)
+    queued = len(todo) - len(lost) - len(gone)
     if queued:
         live_counters.send(counters.queue_increments(inserts_unprocessed_priority=queued))
     return queued + revived
+
+
+def _vanished(backend, crash_ids):
+    """The crashes of ``crash_ids`` whose row no longer names them (deleted): one read."""
+    if not crash_ids:
+        return []
+    rows = backend.get_rows(K.CRASH_REPORTS, [K.crash_row_key(cid) for cid in crash_ids], columns=[K.COL_OOID])
+    return [cid for cid in crash_ids if K.COL_OOID not in rows.get(K.crash_row_key(cid), {})]
 
 
 def _requeue_dead(backend, crash_ids, states):
@@ -427,7 +473,7 @@ def get_raw_dumps_as_files(backend, crash_id, directory, suffix=".TEMPORARY.dump
 
 def get_unredacted_processed(backend, crash_id):
     cells = _crash_cells(backend, crash_id, [K.COL_PROCESSED_JSON])
-    if K.COL_PROCESSED_JSON not in cells:
+    if K.COL_PROCESSED_JSON not in cells or K.COL_OOID not in cells:  # no ids:ooid: no crash (a stub)
         raise CrashIDNotFound(f"no processed crash {crash_id}")
     return json.loads(cells[K.COL_PROCESSED_JSON])
 
@@ -536,9 +582,10 @@ def crashes_by_signature(backend, signature, start=None, end=None, page_size=100
     stored = K.signature_name(signature).encode("utf-8", "surrogatepass")
     rows = backend.scan(K.SIGNATURE_OOID, start=low, stop=high, columns=[K.COL_OOID], page_size=page_size)
     ids = (parsed[2] for _row, _cells, parsed in readable_rows(rows, K.parse_signature_index_key, K.SIGNATURE_OOID))
+    # a row without ids:ooid is no crash (what a save racing a deletion may leave on HBase)
     return with_crash_rows(backend, ids, lambda crash_id: crash_id, page_size,
                            columns=(K.COL_OOID, K.COL_SIGNATURE),
-                           accept=lambda cells: cells.get(K.COL_SIGNATURE) == stored)
+                           accept=lambda cells: cells.get(K.COL_SIGNATURE) == stored and K.COL_OOID in cells)
 
 
 def hang_pair(backend, hang_id):

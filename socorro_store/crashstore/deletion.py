@@ -23,6 +23,7 @@ from ..errors import CrashIDNotFound
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of
 from ..schema.queue_keys import claim_cell, dead_letter_key
+from ..schema.stored import stored_time, time_index_key_forms
 from .crashes import unique_crash_ids
 
 _COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_HANG, K.COL_SIGNATURE, K.COL_META]
@@ -55,12 +56,14 @@ def delete_crashes(backend, crash_ids, missing_ok=False):
     deletes = {table: [] for table in _TIME_INDEXES + (K.SIGNATURE_OOID,)}
     hang_sides = {}
     for crash_id, cells in present.items():
-        submitted = K.parse_key_timestamp(cells[K.COL_SUBMITTED])
-        key = K.time_index_key(crash_id, submitted)
+        submitted = stored_time(cells[K.COL_SUBMITTED])  # Socorro's forms too
+        # every key form of its pointers: ours, and Socorro's 19-character one (microsecond 0),
+        # under which a save also ends a claim history
+        forms = time_index_key_forms(crash_id, submitted)
         for table in _TIME_INDEXES:
-            deletes[table].append(RowMutation(key, delete_row=True))
+            deletes[table] += [RowMutation(form, delete_row=True) for form in forms]
         deletes[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash_id), delete_row=True))
-        queue_rows = [key]
+        queue_rows = list(forms)
         if cells.get(K.COL_PRIORITY):
             requested = K.parse_key_timestamp(cells[K.COL_PRIORITY])
             queue_rows.append(K.priority_key(crash_id, requested))

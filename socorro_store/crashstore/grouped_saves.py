@@ -13,7 +13,7 @@ writing anything), and the group is written again without it.
 
 from datetime import datetime, timezone
 
-from ..errors import CrashIDNotFound
+from ..errors import CrashDeleted, CrashIDNotFound
 from ..schema import keys as K
 from . import crashes, resubmissions
 
@@ -33,7 +33,8 @@ def save_raw_group(backend, live_counters, prepared):
 
 
 def save_processed_group(backend, live_counters, prepared, held=None):
-    """Write processed crashes; an unknown crash gets :class:`CrashIDNotFound`, the others are written.
+    """Write processed crashes; an unknown crash gets :class:`CrashIDNotFound`, one deleted while
+    being saved :class:`CrashDeleted` (nothing of it written), the others are written.
 
     Two saves of one crash in a group (two processors) are written one after the other, as they
     would be without grouping, so the second sees the first as processed and counts nothing.
@@ -44,6 +45,11 @@ def save_processed_group(backend, live_counters, prepared, held=None):
         while batch:
             try:
                 crashes.write_processed(backend, list(batch.values()), live_counters, held)
+                break
+            except CrashDeleted as exc:  # the others were written: only these fail
+                for i, crash in batch.items():
+                    if crash.crash_id in exc.crash_ids:
+                        outcomes[i] = CrashDeleted([crash.crash_id])
                 break
             except CrashIDNotFound:
                 missing = _missing(backend, {crash.crash_id for crash in batch.values()})

@@ -69,6 +69,7 @@ from ..schema.keys import (
     PRIORITY_PREFIX,
     SALTS,
     UNPROCESSED_FLAG,
+    crash_id_from_row_key,
     crash_row_key,
     parse_key_timestamp,
     priority_key,
@@ -309,11 +310,27 @@ class QueuePass:
         self.backend, self.queue, self.page_size = backend, queue, page_size
         self._candidates = None
         self._began = None  # time.monotonic() when the pass's scan began
-        self._groups = GroupCommit(self._take_group, max_items=MAX_TAKERS_PER_GROUP)
+        self._groups = GroupCommit(self._take_group, max_items=MAX_TAKERS_PER_GROUP, on_abandon=self._give_back)
 
     def take(self, taker, want):
-        """The :class:`Held` claims of the next group for ``taker`` (up to ``want``), in order."""
+        """The :class:`Held` claims of the next group for ``taker`` (up to ``want``), in order.
+
+        A caller interrupted while it waits (Ctrl-C, a signal-based timeout) leaves at once, and
+        the other takers still get their groups; claims already won for it are given back
+        (:meth:`_give_back`), so they are neither held by nobody nor counted as failed attempts.
+        """
         return self._groups.submit((taker, want))
+
+    def _give_back(self, request, outcome):
+        """Release the claims won for a taker whose caller left while its group was claimed."""
+        taker, _want = request
+        if isinstance(outcome, BaseException) or not outcome:
+            return
+        taker.held.unreserve(taker.token, [claim.crash_id for claim in outcome])
+        try:
+            release(self.backend, outcome)
+        except (BackendUnavailable, BackendError):
+            pass  # their leases run out instead
 
     def close(self):
         if self._candidates is not None:
@@ -512,7 +529,10 @@ def release(backend, claims):
 
 def dead_letter(backend, queue, dead, cleanup=()):
     """Stop handing out ``[(claim row, crash id, attempts)]``: mark their claim rows, list them
-    under ``~dead/``, and flag their crash rows (``cleanup``: more mutations of the queue table)."""
+    under ``~dead/``, and flag their crash rows (``cleanup``: more mutations of the queue table).
+
+    The crash-row flag is put only where the crash still exists (:func:`put_if_crash_exists`):
+    a crash deleted meanwhile gets no stub row, and its queue-table marks are taken back."""
     mutations = list(cleanup)
     for row, crash_id, attempts in dead:
         mutations.append(RowMutation(row, {COL_DEAD: str(attempts).encode("ascii")}))
@@ -520,8 +540,34 @@ def dead_letter(backend, queue, dead, cleanup=()):
             {"attempts": attempts, "queue": queue, "claim_row": row, "at": now_ms()})}))
     backend.mutate_rows(UNPROCESSED_FLAG, mutations)
     if dead:
-        backend.mutate_rows(CRASH_REPORTS, [RowMutation(crash_row_key(crash_id), {
+        deleted = put_if_crash_exists(backend, [RowMutation(crash_row_key(crash_id), {
             COL_DEAD_LETTERED: str(attempts).encode("ascii")}) for _row, crash_id, attempts in dead])
+        if deleted:
+            backend.mutate_rows(UNPROCESSED_FLAG, [
+                m for row, crash_id, _attempts in dead if crash_id in deleted
+                for m in (RowMutation(row, delete_row=True), RowMutation(dead_letter_key(crash_id), delete_row=True))])
+
+
+def put_if_crash_exists(backend, mutations):
+    """Apply ``mutations`` of crash rows only where the row still names its crash; return the
+    crash ids of the rows that do not (deleted), where nothing of the mutation is written.
+
+    The puts are one check-and-put per row on ``ids:ooid`` (the crash id, written with the row
+    and removed by a deletion); the deletes follow (a delete never brings anything back).  On
+    HBase's Thrift1 only the first cell is atomic with the check (the backend contract): put the
+    cell that matters most first (a processed crash's JSON), so a deletion landing between the
+    check and the other cells can leave only those (a stub row without ``ids:ooid``, which no
+    reader takes for a crash).
+    """
+    if not mutations:
+        return set()
+    crash_id_of = {m.row: crash_id_from_row_key(m.row) for m in mutations}
+    applied = backend.check_and_put_many(CRASH_REPORTS, [
+        (m.row, COL_OOID, crash_id_of[m.row].encode("ascii"), m.puts) for m in mutations])
+    later = [RowMutation(m.row, deletes=list(m.deletes)) for m, ok in zip(mutations, applied) if ok and m.deletes]
+    if later:
+        backend.mutate_rows(CRASH_REPORTS, later)
+    return {crash_id_of[m.row] for m, ok in zip(mutations, applied) if not ok}
 
 
 def dead_lettered_crashes(backend, limit=None):

@@ -21,8 +21,10 @@ Families are ``bytes``; cells come back as ``(family, qualifier, ts, value)`` tu
 family, qualifier and newest ts first.  Rows sort by unsigned bytes (SQLite compares BLOBs with
 memcmp).
 
-Thread-safety: each table has one write connection guarded by a lock; reads use a connection per
-thread.  Several processes may share a directory (SQLite's own locking serialises writers), but the
+Thread-safety: each table has one write connection guarded by a lock; a read borrows a connection
+from the table's bounded pool (``pool.py``) for one get or one page of a scan, so the open
+connections do not grow with the number of threads, and a scan paused between pages (a gateway
+scanner between fetches) holds none.  Several processes may share a directory (SQLite's own locking serialises writers), but the
 intended way to share it is ``socorro-store serve``.  One background thread per engine checkpoints
 the tables' write-ahead logs (``checkpointer.py``); :meth:`Engine.close` stops it.
 """
@@ -39,6 +41,7 @@ from ..schema.specs import FOREVER
 from . import codec
 from .catalog import COLUMN_MARKER, FAMILY_MARKER, Catalog, connect
 from .checkpointer import COMMIT_BYTES, TRIGGER_BYTES, Checkpointer
+from .pool import DEFAULT_MAX_OPEN, ReaderPool
 from .pruning import crowded, prune
 from .reads import ReadStats, get_rows, scan_page
 
@@ -52,28 +55,27 @@ def now_ms():
 class _Table:
     """Open connections of one table file."""
 
-    def __init__(self, path, sync, checkpointer=None):
+    def __init__(self, path, sync, checkpointer=None, max_readers=DEFAULT_MAX_OPEN):
         self.path = path
         self.sync = sync
         self.write_lock = threading.Lock()
         self.writer = connect(path, sync)
-        self.local = threading.local()
-        self.readers = []
-        self.readers_lock = threading.Lock()
+        self.readers = ReaderPool(lambda: connect(path, sync), max_readers)
         self.checkpointer = checkpointer
         self.uncheckpointed = 0  # estimated bytes committed since the last checkpoint request
         self.checkpoint_lock = threading.Lock()
         self.checkpoint_conn = None
         self.closed = False
 
+    def read(self):
+        """A read connection for one read: ``with table.read() as conn``."""
+        return self.readers.connection()
+
     def reader(self):
-        conn = getattr(self.local, "conn", None)
-        if conn is None:
-            conn = connect(self.path, self.sync)
-            self.local.conn = conn
-            with self.readers_lock:
-                self.readers.append(conn)
-        return conn
+        """The connection the next read borrows if no other read runs meanwhile (the pool's most
+        recently returned one), for tests that instrument a read (a SQLite progress handler)."""
+        with self.readers.connection() as conn:
+            return conn
 
     @contextlib.contextmanager
     def transaction(self, size_hint=0):
@@ -120,10 +122,7 @@ class _Table:
             self.closed = True
             if self.checkpoint_conn is not None:
                 self.checkpoint_conn.close()
-        with self.readers_lock:
-            for conn in self.readers:
-                conn.close()
-            self.readers.clear()
+        self.readers.close()
         with self.write_lock:
             self.writer.close()
 
@@ -131,9 +130,11 @@ class _Table:
 class Engine:
     """A directory of SQLite files holding wide-column tables with HBase semantics."""
 
-    def __init__(self, directory, sync="normal", create=True):
+    def __init__(self, directory, sync="normal", create=True, max_readers=DEFAULT_MAX_OPEN):
+        """``max_readers``: read connections per table open at most (reads beyond wait)."""
         self.directory = directory
         self.sync = sync
+        self.max_readers = max_readers
         self.catalog = Catalog(directory, sync, create)
         self._open = {}
         self._open_lock = threading.Lock()
@@ -192,7 +193,8 @@ class Engine:
             with self._open_lock:
                 table = self._open.get(info.file)
                 if table is None:
-                    table = _Table(self.catalog.path_of(info), self.sync, self._checkpointer)
+                    table = _Table(self.catalog.path_of(info), self.sync, self._checkpointer,
+                                   self.max_readers)
                     self._open[info.file] = table
         return info, table
 
@@ -341,19 +343,20 @@ class Engine:
         """
         info, table = self._table(name)
         select = self._selector(info, columns)
-        return get_rows(table.reader(), info, rows, select, timestamp, versions, now_ms(),
-                        self.read_stats)
+        with table.read() as conn:
+            return get_rows(conn, info, rows, select, timestamp, versions, now_ms(), self.read_stats)
 
     def scan(self, name, low=None, high=None, reverse=False, columns=None, timestamp=None,
              versions=1, page_size=1000, low_inclusive=True, high_inclusive=False):
         """Yield ``(row, cells)`` for rows between ``low`` and ``high``, ascending or descending.
 
         Bounds are inclusive or exclusive as flagged; None is unbounded.  Rows are read
-        ``page_size`` at a time, so memory stays bounded whatever the range.
+        ``page_size`` at a time, so memory stays bounded whatever the range.  Each page borrows
+        a read connection and returns it before its rows are yielded: a paused scan holds no
+        connection, and may be resumed on any thread.
         """
         info, table = self._table(name)
         select = self._selector(info, columns)
-        conn = table.reader()
         order = "DESC" if reverse else "ASC"
         while True:
             where, args = [], []
@@ -364,14 +367,15 @@ class Engine:
                 where.append("row <= ?" if high_inclusive else "row < ?")
                 args.append(high)
             clause = ("WHERE " + " AND ".join(where)) if where else ""
-            keys = [r[0] for r in conn.execute(
-                f"SELECT DISTINCT row FROM cells {clause} ORDER BY row {order} LIMIT ?",
-                (*args, page_size))]
-            if not keys:
-                return
-            first, last = (keys[-1], keys[0]) if reverse else (keys[0], keys[-1])
-            page = scan_page(conn, info, first, last, select, timestamp, versions, now_ms(),
-                             self.read_stats)
+            with table.read() as conn:  # returned before the first yield (see above)
+                keys = [r[0] for r in conn.execute(
+                    f"SELECT DISTINCT row FROM cells {clause} ORDER BY row {order} LIMIT ?",
+                    (*args, page_size))]
+                if not keys:
+                    return
+                first, last = (keys[-1], keys[0]) if reverse else (keys[0], keys[-1])
+                page = scan_page(conn, info, first, last, select, timestamp, versions, now_ms(),
+                                 self.read_stats)
             if reverse:
                 page.reverse()
             yield from page
@@ -426,12 +430,19 @@ class Engine:
         for name in self.table_names():
             info, table = self._table(name, check_enabled=False)
             try:
-                result = table.reader().execute("PRAGMA integrity_check").fetchall()
+                with table.read() as conn:
+                    result = conn.execute("PRAGMA integrity_check").fetchall()
             except sqlite3.DatabaseError as exc:  # a badly damaged file fails the check itself
                 result = [(str(exc),)]
             if result != [("ok",)]:
                 problems.append(f"{name}: {result}")
         return problems
+
+    def reader_connections(self, in_use=False):
+        """Read connections open (``in_use``: borrowed by a read right now) over all tables."""
+        with self._open_lock:
+            tables = list(self._open.values())
+        return sum(table.readers.counts()[1 if in_use else 0] for table in tables)
 
     def file_paths(self):
         return [os.path.join(self.catalog.directory, "catalog.sqlite")] + [

@@ -4,6 +4,11 @@ HBase's Thrift1 handler keeps scanners in one server-wide map with ids from a co
 0, shared by every client connection (``reference/hbase-thrift1-semantics.md`` §6); the newest
 handler expires a scanner 120 s after its last use.  A scanner here is a generator over the
 engine's paged scan with the filter and ``batchSize`` applied, so memory stays bounded.
+
+Any worker may fetch a scanner's next rows (the ids are server-wide, and a client may fetch on
+another of its connections), so a scanner holds nothing of the worker that opened or last
+fetched it: the engine borrows a read connection for each page and returns it before yielding
+(``engine/pool.py``), and ``Scanner.lock`` lets one fetch at a time advance it.
 """
 
 import itertools
@@ -97,9 +102,10 @@ class ScannerRegistry:
     def _expire(self):
         limit = time.monotonic() - self.expiry_s
         with self._lock:
-            stale = [sid for sid, s in self._scanners.items() if s.last_used < limit]
-            for sid in stale:
-                self._scanners.pop(sid)  # the generator is closed when garbage-collected
+            stale = [self._scanners.pop(sid) for sid, s in list(self._scanners.items())
+                     if s.last_used < limit]
+        for scanner in stale:  # closed now, on this thread, rather than whenever it is collected
+            scanner.close()
 
     def close_all(self):
         with self._lock:

@@ -13,10 +13,12 @@ same lease by walking it (:func:`lease_of`):
 
 * the first claim owns; a later claim takes over only if it was made at or after the owner's
   lease ended, so of racing appends exactly one wins;
-* a record with the owner's token made while its lease runs is a renewal (the lease ends at the
-  later expiry) or a release (the lease ends now, and does not count as a failed attempt);
-* each takeover of a lease that ended without a release is one failed attempt: the processor died,
-  hung, or never saved.  After ``max_attempts`` of them the crash is dead-lettered.
+* a record with the owner's token is a renewal (the lease ends at the later expiry) or a release
+  (the lease ends now, and does not count as a failed attempt), even when it comes after the
+  lease ended: as long as no other taker claimed the crash in between, its owner (a slow but
+  healthy processor) still holds it, and that is no failed attempt;
+* each takeover by another taker of a lease that ended without a release is one failed attempt:
+  the processor died, hung, or never saved within its lease.  After ``max_attempts`` of them the crash is dead-lettered.
 
 * a ``done`` record, which saving the crash writes over the history, ends it: nobody owns the
   crash again from that row (a scan that predates the save finds it done, not free).
@@ -92,9 +94,13 @@ def lease_of(claims):
             return Lease(None, attempts=attempts, done=True)
         token = record.get("token")
         if owner is not None and token is not None and token == claims[owner].get("token") \
-                and record["claimed"] < expires:
+                and (record["claimed"] < expires or not released):
+            # The owner's own record: a renewal or a release, even after its lease ended (a
+            # healthy slow processor renewing late): nobody claimed the crash in between, so
+            # its lease continues, and an ended lease is a failed attempt only once another
+            # taker takes it over.
             if record.get("released"):
-                expires, released = record["claimed"], True
+                expires, released = min(expires, record["claimed"]), True
             else:
                 expires = max(expires, record["expires"])
             continue
@@ -122,7 +128,7 @@ def live_claim(claims, now_ms):  # the caller's clock reading (shadows the funct
 class Held:
     """A claim a store holds: what the take learned, so saving the crash need not read it again.
 
-    ``state`` is the crash row's processing state as :func:`crashes.read_states` gives it.
+    ``state`` is the crash row's processing state as :func:`states.read_states` gives it.
     """
 
     crash_id: str

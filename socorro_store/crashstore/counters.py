@@ -341,7 +341,10 @@ class LiveCounters:
     crash rows and pointers of a save are stored, so a backend failure here is logged and tallied
     in :attr:`failures` (``"increments"``: cells not counted, ``"detections"``: failed hang-pair
     or first-seen checks), never raised: a caller retrying the whole save would count the crash
-    twice (increments are never replayed).  The next ``rollup`` recomputes the lost counts.
+    twice (increments are never replayed).  ``"uncertain"``: increments of a save that failed
+    where its retry cannot tell whether they are due (a raw crash row or a first-processing
+    check-and-put that may have been applied), so the retry sends none.  The next ``rollup``
+    recomputes every count tallied here.
     """
 
     def __init__(self, backend, flush_ms=None):
@@ -364,6 +367,11 @@ class LiveCounters:
         except (BackendUnavailable, BackendError) as exc:
             self._tally("increments", len(increments))
             log.warning("counters not updated (the next rollup repairs them): %s", exc)
+
+    def tally(self, kind, n):
+        """Record ``n`` increments of ``kind`` lost (logged once per call)."""
+        self._tally(kind, n)
+        log.warning("%d counter increments may be lost (%s); the next rollup repairs them", n, kind)
 
     def _tally(self, kind, n):
         with self._failures_lock:

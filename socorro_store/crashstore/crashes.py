@@ -5,8 +5,9 @@ Write order (DESIGN.md "Consistency": the harmless side first):
 * submit: index and queue pointers (submitted_time, unprocessed_flag, legacy_unprocessed_flag,
   legacy_submitted_time, hang_id, hang_id_submitted_time) -> the crash row -> hang-pair check ->
   one ``increment_many`` with every counter of the crash (or batch);
-* processing: signature_ooid pointer -> the crash row (processed data, ``flags:processed=Y``) ->
-  delete the queue pointers (and a stale signature pointer) -> one ``increment_many``.
+* processing (:mod:`processed_saves`): signature_ooid pointer -> the crash row (processed data) ->
+  ``flags:processed`` N -> Y (the check-and-put that decides who counts) -> one
+  ``increment_many`` -> delete the queue pointers (and a stale signature pointer).
 
 A pointer without its crash row is garbage that readers skip; a crash row without its queue
 pointer would be a lost crash, so the pointers always go first.  Every argument is validated, and
@@ -24,23 +25,22 @@ from datetime import date, datetime
 from ..backends import RowMutation
 from ..backends.base import MAX_CELL_BYTES
 from ..checks import is_int
-from ..errors import CrashDeleted, CrashIDNotFound, InvalidArgument
+from ..errors import CrashIDNotFound, InvalidArgument
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of
 from ..schema.queue_keys import COL_DEAD, COL_DEAD_LETTER, claim_cell, dead_letter_key
 from ..schema.stored import parse_stored_time_index_key, stored_time, time_index_key_forms
 from . import counters
+from .processed_saves import write_processed  # noqa: F401 - the save path of processed crashes
 from .queue import (
-    claims_done_mutations,
     lease_of,
     merged_scan,
-    put_if_crash_exists,
     read_claims,
     readable_rows,
     read_dead_letter_cells,
     with_crash_rows,
 )
-from .states import COL_DEAD_LETTERED, STATE_COLUMNS, crash_state
+from .states import COL_DEAD_LETTERED, read_states
 
 #: Socorro's default ``forbidden_keys``: removed by get_processed (dotted paths reach inside).
 DEFAULT_FORBIDDEN_KEYS = (
@@ -227,118 +227,6 @@ def _new_hang_pairs(backend, crashes):
             if backend.check_and_put(K.HANG_ID, row, K.COL_PAIRED, None, {K.COL_PAIRED: b"1"}):
                 out += counters.hang_pair_increments(by_row[row].submitted)
     return out
-
-
-def read_states(backend, crash_ids):
-    """``{crash_id: state}`` for crashes that exist; raise CrashIDNotFound for the first missing."""
-    rows = {K.crash_row_key(cid): cid for cid in crash_ids}
-    found = backend.get_rows(K.CRASH_REPORTS, list(rows), columns=STATE_COLUMNS)
-    states = {}
-    for row, crash_id in rows.items():
-        states[crash_id] = crash_state(found.get(row, {}), crash_id)
-    return states
-
-
-def write_processed(backend, crashes, live_counters, held=None):
-    """Write prepared processed crashes.
-
-    :class:`CrashIDNotFound` (nothing written) for a crash unknown when the call starts.  A crash
-    deleted after that (:mod:`deletion`, e.g. while a processor held it) is not written: the
-    crash-row write is a check-and-put conditional on the row still naming its crash
-    (``ids:ooid``), so a save never brings back a deleted crash's processed data, signature
-    pointer, claim history or counts.  The other crashes are written, then
-    :class:`CrashDeleted` names the deleted ones.
-
-    ``held`` (the store's :class:`~.claims.HeldClaims`): the states its takes read are used, and
-    their claims forgotten; only crashes not taken through it have their state read here.
-    """
-    known = held.pop_many([c.crash_id for c in crashes], saving=True) if held is not None else {}
-    try:
-        deleted = _write_processed(backend, crashes, live_counters, known)
-    except BaseException:
-        if known:
-            held.saving_failed(known.values())
-        raise
-    if deleted:
-        raise CrashDeleted(deleted)
-
-
-def _processed_writes(crash, state):
-    """What saving ``crash`` over ``state`` writes: ``{"sig_put", "row", "stale", "queue_deletes",
-    "claims_done", "increments", "fresh"}`` (no I/O)."""
-    submitted = state["submitted"]
-    ooid = {K.COL_OOID: crash.crash_id.encode("ascii")}
-    out = {"sig_put": RowMutation(K.signature_index_key(crash.signature, submitted, crash.crash_id), ooid),
-           "row": RowMutation(K.crash_row_key(crash.crash_id), dict(crash.puts)), "stale": [],
-           "queue_deletes": {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: []},
-           "claims_done": [], "increments": [], "fresh": []}
-    queue_deletes, increments = out["queue_deletes"], out["increments"]
-    legacy = state["legacy"] == 0
-    # Delete the queue pointers every time, not only on first processing: deletes are
-    # idempotent, and a retry after a save that wrote the crash row but failed before these
-    # deletes must not leave the crash queued forever.  Their claim histories end (done).
-    for form in time_index_key_forms(crash.crash_id, submitted):  # Socorro's 19-char keys too
-        queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
-        out["claims_done"].append(form)
-        if legacy:
-            queue_deletes[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
-    if not state["processed"]:
-        increments += counters.queue_increments(
-            deletes_unprocessed=1, deletes_unprocessed_legacy=int(legacy),
-            inserts_processed_legacy=int(legacy))
-        increments += counters.signature_increments(crash.signature, submitted)
-        out["fresh"].append((crash.signature, submitted))
-    elif state["signature"] != crash.signature:  # reprocessed with a new signature: move its count
-        old = state["signature"]
-        if old is not None:
-            out["stale"].append(RowMutation(K.signature_index_key(old, submitted, crash.crash_id), delete_row=True))
-            increments += counters.signature_increments(old, submitted, -1)
-        increments += counters.signature_increments(crash.signature, submitted)
-        out["fresh"].append((crash.signature, submitted))
-    if state["priority"]:
-        requested = K.parse_key_timestamp(state["priority"])
-        queue_deletes[K.UNPROCESSED_FLAG].append(
-            RowMutation(K.priority_key(crash.crash_id, requested), delete_row=True))
-        out["claims_done"].append(K.priority_key(crash.crash_id, requested))
-        out["row"].deletes.append(K.COL_PRIORITY)
-        increments += counters.queue_increments(deletes_unprocessed_priority=1,
-                                                inserts_processed_priority=1)
-    if crash.error:
-        increments += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS])
-    if state.get("dead_lettered") is not None:  # processed at last: no longer a dead letter
-        out["row"].deletes.append(COL_DEAD_LETTERED)
-        queue_deletes[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash.crash_id), delete_row=True))
-    return out
-
-
-def _write_processed(backend, crashes, live_counters, known):
-    states = {crash_id: claim.state for crash_id, claim in known.items()}
-    unknown = [c.crash_id for c in crashes if c.crash_id not in states]
-    if unknown:
-        states.update(read_states(backend, unknown))
-    writes = [(crash, _processed_writes(crash, states[crash.crash_id])) for crash in crashes]
-    backend.mutate_rows(K.SIGNATURE_OOID, [w["sig_put"] for _crash, w in writes])  # the pointer first
-    deleted = put_if_crash_exists(backend, [w["row"] for _crash, w in writes])
-    if deleted:
-        # Deleted since its state was read (a processor held it through a privacy deletion): the
-        # pointer just written goes, and nothing else of the save is written or counted.
-        backend.mutate_rows(K.SIGNATURE_OOID, [RowMutation(w["sig_put"].row, delete_row=True)
-                                               for crash, w in writes if crash.crash_id in deleted])
-        writes = [(crash, w) for crash, w in writes if crash.crash_id not in deleted]
-    queue_deletes = {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: [], K.SIGNATURE_OOID: []}
-    increments, fresh, claims_done = [], [], []
-    for _crash, w in writes:
-        for table, mutations in w["queue_deletes"].items():
-            queue_deletes[table] += mutations
-        queue_deletes[K.SIGNATURE_OOID] += w["stale"]
-        increments += w["increments"]
-        fresh += w["fresh"]
-        claims_done += w["claims_done"]
-    queue_deletes[K.UNPROCESSED_FLAG] += claims_done_mutations(claims_done)
-    # the queue pointers go once the processed crash row is stored
-    backend.mutate_tables(queue_deletes)
-    live_counters.send(increments, lambda: counters.first_seen(backend, fresh, live_counters.seen_markers))
-    return sorted(deleted)
 
 
 def unique_crash_ids(crash_ids):

@@ -56,8 +56,6 @@ import threading
 import time
 import uuid
 
-import msgpack
-
 from ..backends.base import RowMutation
 from ..checks import is_int, is_number
 from ..errors import BackendError, BackendUnavailable, InvalidArgument
@@ -69,20 +67,18 @@ from ..schema.keys import (
     PRIORITY_PREFIX,
     SALTS,
     UNPROCESSED_FLAG,
-    crash_id_from_row_key,
     crash_row_key,
     parse_key_timestamp,
     priority_key,
     time_index_order,
     time_index_range,
 )
-from ..schema.queue_keys import (
-    COL_DEAD,
-    COL_DEAD_LETTER,
-    DEAD_LETTER_PREFIX,
-    claim_cell,
-    dead_letter_key,
-    parse_dead_letter_key,
+from ..schema.queue_keys import COL_DEAD, claim_cell
+from .dead_letters import (  # noqa: F401 - re-exported: the queue's dead-letter list
+    dead_letter,
+    dead_lettered_crashes,
+    put_if_crash_exists,
+    read_dead_letter_cells,
 )
 from .group_commit import GroupCommit
 from .claims import (  # noqa: F401 - the claim vocabulary, re-exported for callers of the queue
@@ -96,7 +92,7 @@ from .claims import (  # noqa: F401 - the claim vocabulary, re-exported for call
     now_ms,
     owner_of,
 )
-from .states import COL_DEAD_LETTERED, STATE_COLUMNS, crash_state
+from .states import STATE_COLUMNS, crash_state
 
 #: queue name -> (table, row prefix before the salt)
 QUEUES = {
@@ -266,7 +262,7 @@ class Taker:
         if lease.token(history) != self.token:
             return None, None, None
         if lease.attempts >= self.max_attempts:
-            return None, (row, crash_id, lease.attempts), None
+            return None, (row, crash_id, lease.attempts, state.get("processed_flag")), None
         return Held(crash_id, row, self.token, self.processor_id, lease.expires, state), None, None
 
     def renew(self, claims):
@@ -525,75 +521,6 @@ def release(backend, claims):
     append_claims(backend, {h.claim_row: encode_claim(h.processor_id, at, at, h.token, released=True)
                             for h in claims})
     return len(claims)
-
-
-def dead_letter(backend, queue, dead, cleanup=()):
-    """Stop handing out ``[(claim row, crash id, attempts)]``: mark their claim rows, list them
-    under ``~dead/``, and flag their crash rows (``cleanup``: more mutations of the queue table).
-
-    The crash-row flag is put only where the crash still exists (:func:`put_if_crash_exists`):
-    a crash deleted meanwhile gets no stub row, and its queue-table marks are taken back."""
-    mutations = list(cleanup)
-    for row, crash_id, attempts in dead:
-        mutations.append(RowMutation(row, {COL_DEAD: str(attempts).encode("ascii")}))
-        mutations.append(RowMutation(dead_letter_key(crash_id), {COL_DEAD_LETTER: msgpack.packb(
-            {"attempts": attempts, "queue": queue, "claim_row": row, "at": now_ms()})}))
-    backend.mutate_rows(UNPROCESSED_FLAG, mutations)
-    if dead:
-        deleted = put_if_crash_exists(backend, [RowMutation(crash_row_key(crash_id), {
-            COL_DEAD_LETTERED: str(attempts).encode("ascii")}) for _row, crash_id, attempts in dead])
-        if deleted:
-            backend.mutate_rows(UNPROCESSED_FLAG, [
-                m for row, crash_id, _attempts in dead if crash_id in deleted
-                for m in (RowMutation(row, delete_row=True), RowMutation(dead_letter_key(crash_id), delete_row=True))])
-
-
-def put_if_crash_exists(backend, mutations):
-    """Apply ``mutations`` of crash rows only where the row still names its crash; return the
-    crash ids of the rows that do not (deleted), where nothing of the mutation is written.
-
-    The puts are one check-and-put per row on ``ids:ooid`` (the crash id, written with the row
-    and removed by a deletion); the deletes follow (a delete never brings anything back).  On
-    HBase's Thrift1 only the first cell is atomic with the check (the backend contract): put the
-    cell that matters most first (a processed crash's JSON), so a deletion landing between the
-    check and the other cells can leave only those (a stub row without ``ids:ooid``, which no
-    reader takes for a crash).
-    """
-    if not mutations:
-        return set()
-    crash_id_of = {m.row: crash_id_from_row_key(m.row) for m in mutations}
-    applied = backend.check_and_put_many(CRASH_REPORTS, [
-        (m.row, COL_OOID, crash_id_of[m.row].encode("ascii"), m.puts) for m in mutations])
-    later = [RowMutation(m.row, deletes=list(m.deletes)) for m, ok in zip(mutations, applied) if ok and m.deletes]
-    if later:
-        backend.mutate_rows(CRASH_REPORTS, later)
-    return {crash_id_of[m.row] for m, ok in zip(mutations, applied) if not ok}
-
-
-def dead_lettered_crashes(backend, limit=None):
-    """The dead-lettered crashes, ``[{"crash_id", "attempts", "queue", "dead_lettered_at"}]`` in
-    crash id order (one scan of the ``~dead/`` rows, bounded by the dead letters; ``limit`` caps
-    the list).  ``dead_lettered_at`` is in ms since the epoch."""
-    out = []
-    for row, cells in backend.scan(UNPROCESSED_FLAG, prefix=DEAD_LETTER_PREFIX, columns=[COL_DEAD_LETTER],
-                                   limit=limit):
-        record = read_dead_letter_cells(cells)
-        if record is not None:
-            out.append({"crash_id": parse_dead_letter_key(row), "attempts": record.get("attempts"),
-                        "queue": record.get("queue"), "dead_lettered_at": record.get("at")})
-    return out
-
-
-def read_dead_letter_cells(cells):
-    """The record of a dead letter row's cells; None for no (or a foreign) dead letter."""
-    raw = cells.get(COL_DEAD_LETTER)
-    if not raw:
-        return None
-    try:
-        record = msgpack.unpackb(raw, raw=False)
-    except (ValueError, msgpack.UnpackException):
-        return None
-    return record if isinstance(record, dict) else None
 
 
 def with_crash_rows(backend, items, crash_id_of, chunk=DEFAULT_PAGE_SIZE, columns=(COL_OOID,), accept=None):

@@ -22,6 +22,9 @@ def crash_state(cells, crash_id):
     return {  # stored data: read in Socorro's formats too (schema/stored.py)
         "submitted": stored_time(cells[K.COL_SUBMITTED]),
         "processed": stored_processed(cells),
+        # the stored flag itself: a save's first-processing check-and-put expects it (N -> Y)
+        "processed_flag": cells.get(K.COL_PROCESSED),
+        "error": cells.get(K.COL_PROCESSING_ERROR) == b"1",
         "legacy": stored_legacy(cells.get(K.COL_LEGACY)),
         "priority": cells.get(K.COL_PRIORITY),
         "signature": cells[K.COL_SIGNATURE].decode("utf-8", "surrogatepass") if K.COL_SIGNATURE in cells else None,
@@ -29,3 +32,10 @@ def crash_state(cells, crash_id):
         "hang": cells.get(K.COL_HANG),
         "dead_lettered": int(dead) if dead and dead.isdigit() else None,
     }
+
+
+def read_states(backend, crash_ids):
+    """``{crash_id: state}`` for crashes that exist; raise CrashIDNotFound for the first missing."""
+    rows = {K.crash_row_key(cid): cid for cid in crash_ids}
+    found = backend.get_rows(K.CRASH_REPORTS, list(rows), columns=STATE_COLUMNS)
+    return {crash_id: crash_state(found.get(row, {}), crash_id) for row, crash_id in rows.items()}

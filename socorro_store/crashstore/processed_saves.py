@@ -1,0 +1,175 @@
+"""Saving processed crashes: what is written, in which order, and who counts what.
+
+A crash's state (processed?, signature, priority request) is read before the save (by the take
+that handed it out, or here), and may be stale by the time of the write: after a lease takeover,
+two processors each hold a state saying "unprocessed", and both save.  Counting from that state
+would count the crash twice (signature counters, queue sizes, processed_legacy).  So each count
+that depends on a transition is decided by an atomic check-and-put on the crash row, and only the
+save whose check-and-put applies sends it:
+
+* first processing (``flags:processed`` N -> Y): the queue counters (``deletes_unprocessed*``,
+  ``inserts_processed_legacy``), the signature's interval counters, first-seen detection and a
+  processing error;
+* a priority request served (``flags:priority_processing`` <stamp> -> empty): the priority queue
+  counters.
+
+A save that loses a check counted nothing for it: another save of the same crash did.  (Two
+processors that give one crash different signatures leave it counted under the first one to
+store its flag, until ``rollup``; a reprocessing, whose state is processed, moves the count from
+the old signature to the new, so two concurrent reprocessings with different signatures also
+drift until ``rollup``.)  A row whose flag is not ``N`` (Socorro's happybase storage wrote ``""``)
+is counted from its state, as before.
+
+Write order:
+
+1. the signature pointer (harmless side first);
+2. the crash row, conditional on it still naming its crash (:func:`~.queue.put_if_crash_exists`:
+   a deleted crash stays deleted, :class:`~socorro_store.errors.CrashDeleted`);
+3. one ``check_and_put_many`` with the transitions above;
+4. the counters (one ``increment_many``): they go as soon as the crash is processed, before the
+   queue clean-up, so a failure of that clean-up loses no count (its retry sees the crash
+   processed and counts nothing, rightly);
+5. one ``mutate_tables``: the queue pointers and their claim histories (``done``), a stale
+   signature pointer, the served priority cell, and any dead-letter marks: a crash processed
+   at last (even by a save that follows a dead-lettering it did not know about) is no longer a
+   dead letter.  These are idempotent deletes, redone by every save of the crash.
+
+A failure at 3 (ambiguous: applied or not) is the one place a count can be lost without trace
+in a retry (the retry sees the flag Y); it is tallied in ``live_counters.failures``
+(``"uncertain"``), and the next ``rollup`` recomputes the counts.
+"""
+
+from ..backends import RowMutation
+from ..errors import BackendError, BackendUnavailable, CrashDeleted
+from ..schema import keys as K
+from ..schema.queue_keys import dead_letter_key
+from ..schema.stored import time_index_key_forms
+from . import counters
+from .queue import claims_done_mutations, put_if_crash_exists
+from .states import COL_DEAD_LETTERED, read_states
+
+FLAG_UNPROCESSED = b"N"
+
+
+def write_processed(backend, crashes, live_counters, held=None):
+    """Write prepared processed crashes (see the module docstring for the order and counting).
+
+    :class:`CrashIDNotFound` (nothing written) for a crash unknown when the call starts.  A crash
+    deleted after that (:mod:`deletion`, e.g. while a processor held it) is not written: the
+    crash-row write is a check-and-put conditional on the row still naming its crash
+    (``ids:ooid``), so a save never brings back a deleted crash's processed data, signature
+    pointer, claim history or counts.  The other crashes are written, then
+    :class:`CrashDeleted` names the deleted ones.
+
+    ``held`` (the store's :class:`~.claims.HeldClaims`): the states its takes read are used, and
+    their claims forgotten; only crashes not taken through it have their state read here.
+    """
+    known = held.pop_many([c.crash_id for c in crashes], saving=True) if held is not None else {}
+    try:
+        deleted = _write_processed(backend, crashes, live_counters, known)
+    except BaseException:
+        if known:
+            held.saving_failed(known.values())
+        raise
+    if deleted:
+        raise CrashDeleted(deleted)
+
+
+class Plan:
+    """What saving one crash over its (possibly stale) state writes and may count (no I/O)."""
+
+    def __init__(self, crash, state):
+        self.crash, self.state = crash, state
+        submitted = state["submitted"]
+        row = K.crash_row_key(crash.crash_id)
+        self.sig_put = RowMutation(K.signature_index_key(crash.signature, submitted, crash.crash_id),
+                                   {K.COL_OOID: crash.crash_id.encode("ascii")})
+        puts = dict(crash.puts)
+        self.checks = []  # (row, column, expected, puts, increments, fresh) decided by check-and-put
+        self.increments, self.fresh = [], []  # counted by this save whatever others do
+        self.cleanup = {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: [], K.SIGNATURE_OOID: [],
+                        K.CRASH_REPORTS: []}
+        self.claims_done = []
+        legacy = state["legacy"] == 0
+        # The queue pointers go every time, not only on first processing: deletes are idempotent,
+        # and a retry after a save whose clean-up failed must not leave the crash queued forever.
+        for form in time_index_key_forms(crash.crash_id, submitted):  # Socorro's 19-char keys too
+            self.cleanup[K.UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
+            self.claims_done.append(form)
+            if legacy:
+                self.cleanup[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
+        # Whatever the state said: a dead-lettering may have happened since it was read.
+        self.cleanup[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash.crash_id), delete_row=True))
+        row_deletes = [COL_DEAD_LETTERED]
+        if not state["processed"]:
+            first = counters.queue_increments(deletes_unprocessed=1, deletes_unprocessed_legacy=int(legacy),
+                                              inserts_processed_legacy=int(legacy))
+            first += counters.signature_increments(crash.signature, submitted)
+            if crash.error:
+                first += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS])
+            fresh = [(crash.signature, submitted)]
+            if state.get("processed_flag") == FLAG_UNPROCESSED:
+                del puts[K.COL_PROCESSED]  # written by the check-and-put that decides who counts
+                self.checks.append((row, K.COL_PROCESSED, FLAG_UNPROCESSED, {K.COL_PROCESSED: b"Y"}, first, fresh))
+            else:  # no N/Y flag (Socorro's happybase rows): counted from the state, as before
+                self.increments += first
+                self.fresh += fresh
+        else:
+            if state["signature"] != crash.signature:  # reprocessed with a new signature: move its count
+                old = state["signature"]
+                if old is not None:
+                    self.cleanup[K.SIGNATURE_OOID].append(
+                        RowMutation(K.signature_index_key(old, submitted, crash.crash_id), delete_row=True))
+                    self.increments += counters.signature_increments(old, submitted, -1)
+                self.increments += counters.signature_increments(crash.signature, submitted)
+                self.fresh.append((crash.signature, submitted))
+            if crash.error != bool(state.get("error")):  # counted once per crash: move it
+                self.increments += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS],
+                                                              1 if crash.error else -1)
+        if state["priority"]:
+            requested = K.parse_key_timestamp(state["priority"])
+            priority_row = K.priority_key(crash.crash_id, requested)
+            self.cleanup[K.UNPROCESSED_FLAG].append(RowMutation(priority_row, delete_row=True))
+            self.claims_done.append(priority_row)
+            served = counters.queue_increments(deletes_unprocessed_priority=1, inserts_processed_priority=1)
+            # the request is served once: emptied by a check-and-put, then deleted with the clean-up
+            self.checks.append((row, K.COL_PRIORITY, state["priority"], {K.COL_PRIORITY: b""}, served, []))
+            row_deletes.append(K.COL_PRIORITY)
+        self.row = RowMutation(row, puts)
+        self.cleanup[K.CRASH_REPORTS].append(RowMutation(row, deletes=row_deletes))
+
+
+def _write_processed(backend, crashes, live_counters, known):
+    states = {crash_id: claim.state for crash_id, claim in known.items()}
+    unknown = [c.crash_id for c in crashes if c.crash_id not in states]
+    if unknown:
+        states.update(read_states(backend, unknown))
+    plans = [Plan(crash, states[crash.crash_id]) for crash in crashes]
+    backend.mutate_rows(K.SIGNATURE_OOID, [p.sig_put for p in plans])  # the pointer first
+    deleted = put_if_crash_exists(backend, [p.row for p in plans])
+    if deleted:
+        # Deleted since its state was read (a processor held it through a privacy deletion): the
+        # pointer just written goes, and nothing else of the save is written or counted.
+        backend.mutate_rows(K.SIGNATURE_OOID, [RowMutation(p.sig_put.row, delete_row=True)
+                                               for p in plans if p.crash.crash_id in deleted])
+        plans = [p for p in plans if p.crash.crash_id not in deleted]
+    increments = [inc for p in plans for inc in p.increments]
+    fresh = [pair for p in plans for pair in p.fresh]
+    checks = [check for p in plans for check in p.checks]
+    if checks:
+        try:
+            won = backend.check_and_put_many(K.CRASH_REPORTS, [c[:4] for c in checks])
+        except (BackendUnavailable, BackendError):
+            # applied or not: a retry that finds the flag set counts nothing, so say so
+            live_counters.tally("uncertain", sum(len(c[4]) for c in checks))
+            raise
+        for check, applied in zip(checks, won):
+            if applied:
+                increments += check[4]
+                fresh += check[5]
+    live_counters.send(increments, lambda: counters.first_seen(backend, fresh, live_counters.seen_markers))
+    cleanup = {table: [m for p in plans for m in p.cleanup[table]] for table in plans[0].cleanup} if plans else {}
+    if plans:
+        cleanup[K.UNPROCESSED_FLAG] += claims_done_mutations([row for p in plans for row in p.claims_done])
+        backend.mutate_tables(cleanup)  # the queue pointers go once the processed crash is stored
+    return sorted(deleted)

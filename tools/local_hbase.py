@@ -226,6 +226,10 @@ class LocalHBase:
             # a test instance holds hundreds of small tables: no 2 MB memstore chunk per family
             "hbase.hregion.memstore.mslab.enabled": "false",
             "hbase.thrift.minWorkerThreads": 32,
+            # at shutdown the region server retries deleting its ZooKeeper node after the
+            # in-process ZooKeeper has gone: 4 retries with backoff made a stop take ~30 s
+            "zookeeper.recovery.retry": 1,
+            "zookeeper.recovery.retry.intervalmill": 200,
         }
         (self.conf_dir / "hbase-site.xml").write_text(_site_xml(properties))
         (self.conf_dir / "log4j2.properties").write_text(_LOG4J2)

@@ -151,7 +151,13 @@ class _ClientSocket:
 
 
 class GatewayServer:
-    """A listening Thrift1 server over ``engine``.  Construct, then :meth:`serve_forever`."""
+    """A listening Thrift1 server over ``engine``.  Construct, then :meth:`serve_forever`.
+
+    ``access_log``: set to an :class:`~.access_log.AccessLog` before :meth:`serve_forever` to log
+    one line per call (``serve --access-log``).
+    """
+
+    access_log = None
 
     def __init__(self, engine, host="127.0.0.1", port=9090, transport="buffered", protocol="binary",
                  allow_remote=False, max_frame_bytes=2 * 1024 * 1024, idle_timeout_s=60,
@@ -233,6 +239,8 @@ class GatewayServer:
 
     def _serve_connection(self, sock):
         stream = _ClientSocket(sock, self)
+        processor = (self.processor if self.access_log is None
+                     else self.access_log.processor(self.handler, sock))
         trans = TCyBufferedTransport(stream)
         # The binary decoder buffers by itself (see wire.py), so it reads the stream directly.
         iprot = self._readers.get_protocol(stream if self.protocol == "binary" else trans)
@@ -240,7 +248,7 @@ class GatewayServer:
         try:
             while not self.stopping:
                 stream.awaiting = True
-                self.processor.process(iprot, oprot)
+                processor.process(iprot, oprot)
         except TTransportException:
             pass
         except Exception as exc:  # noqa: BLE001 - garbage on the wire ends this connection only

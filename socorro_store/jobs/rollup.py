@@ -39,7 +39,9 @@ Marks (``metrics`` family ``timestamps``): ``timestamps:rolled_up`` (UTC time of
 rolled-up hour, day, month and year row (a minute row is covered by its hour's mark), and on day,
 month and year rows ``timestamps:rollup_digest``, a hash of their derived counters as written.
 
-Which days are recomputed: from the earliest crash on the first run; afterwards the days since the
+Which days are recomputed: only days that hold crashes or counters, found by one-row scans that
+skip from one such day to the next (:mod:`~socorro_store.jobs.data_days`), so a run costs what
+the data holds, not the calendar span; from the earliest on the first run; afterwards the days since the
 previous successful run's cutoff minus ``lookback_days`` (late crashes, processing lag), plus every
 older day whose live counters no longer match its digest (a late crash or a drifted counter
 changed it since).  ``since`` forces a full recompute from a date.  A late crash whose increment
@@ -55,15 +57,14 @@ and corrects it; choose ``grace`` longer than the usual processing lag.
 
 import collections
 import hashlib
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 
 from ..backends.base import RowMutation
 from ..checks import is_int, is_number
 from ..crashstore import counters
 from ..errors import InvalidArgument
 from ..schema import keys as K
-from ..schema.stored import parse_stored_time_index_key
-from . import recount, runs
+from . import data_days, recount, runs
 
 JOB = "rollup"
 DEFAULT_GRACE_S = 3600
@@ -75,6 +76,7 @@ COL_SIG_MONTHS_EXPIRED = b"timestamps:expired_signature_months"
 _SCAN_DAYS = 31  # days whose signature columns one scan of crash_report_signatures finds
 _SIG_PAGE = 200  # signature rows per page of a month's (year's) roll-up
 UTC = timezone.utc
+EPOCH = date(2000, 1, 1)  # crash ids hold YYMMDD of 20YY: no crash (or its counters) is older
 
 
 def is_derived(name):
@@ -363,25 +365,6 @@ def rollup_coarse(backend, level, start, corrector, stamp):
 
 # -- the job ----------------------------------------------------------------------------------
 
-def earliest_submitted(backend):
-    """The earliest submitted time in the submitted_time index, or the start of the earliest
-    crash-id day in crash_reports if earlier (crash rows without pointers, as Socorro's happybase
-    storage wrote them); 32 one-row scans; None when the store holds no crash."""
-    found = []
-    for salt_char in K.SALTS:
-        for row, _cells in backend.scan(K.SUBMITTED_TIME, prefix=salt_char.encode(), columns=[K.COL_OOID], limit=1):
-            try:
-                found.append(parse_stored_time_index_key(row)[1])
-            except InvalidArgument:
-                pass
-        for row, _cells in backend.scan(K.CRASH_REPORTS, prefix=salt_char.encode(), columns=[K.COL_OOID], limit=1):
-            try:
-                found.append(datetime.combine(K.crash_date(K.crash_id_from_row_key(row)), datetime.min.time(), UTC))
-            except (InvalidArgument, ValueError):
-                pass
-    return min(found) if found else None
-
-
 def _previous_cutoff(backend):
     for run in runs.list_runs(backend, JOB):
         if run.status == runs.SUCCEEDED and isinstance(run.result, dict) and run.result.get("cutoff"):
@@ -390,32 +373,34 @@ def _previous_cutoff(backend):
 
 
 def plan(backend, cutoff, since=None, lookback_days=DEFAULT_LOOKBACK_DAYS):
-    """The days to recompute (ISO dates, ascending)."""
-    earliest = earliest_submitted(backend)
-    if earliest is None:
+    """The days to recompute (ISO dates, ascending): only days that hold crashes or counters
+    (:func:`~socorro_store.jobs.data_days.days_with_data`), so the cost follows the data, not
+    the calendar: a store with one crash from years ago walks one day, not every day since."""
+    # the days held, from the first with any data (crash ids start in 2000): one-row scans that
+    # skip from day to day, so a day's counters that outlived its crashes are found too
+    held = data_days.days_with_data(backend, EPOCH, (_day(cutoff) + timedelta(days=1)).date())
+    if not held:
         return []
-    first = _day(earliest)
+    first = held[0]
     if since is not None:
         start = max(first, _day(K.parse_timestamp(since, "since")))
     else:
         previous = _previous_cutoff(backend)
         start = max(first, _day(previous) - timedelta(days=lookback_days)) if previous else first
+    held = [d for d in held if d < cutoff]
     days = []
-    older, day = [], first
-    while day < start:
-        older.append(day)
-        day += timedelta(days=1)
+    older = [d for d in held if d < start]
     if older:  # older days whose counters changed since they were rolled up
         rows = {K.metrics_row(d, "day"): d for d in older}
-        live = backend.get_rows(K.METRICS, list(rows), columns=[K.FAMILY_COUNTERS, COL_DIGEST])
+        keys = list(rows)
+        live = {}
+        for i in range(0, len(keys), 1000):
+            live.update(backend.get_rows(K.METRICS, keys[i:i + 1000], columns=[K.FAMILY_COUNTERS, COL_DIGEST]))
         for row, d in rows.items():
             cells = live.get(row, {})
             if cells.get(COL_DIGEST) != digest(cells) or (COL_DIGEST not in cells and _decode_cells(cells)):
                 days.append(d)
-    day = start
-    while day < cutoff:
-        days.append(day)
-        day += timedelta(days=1)
+    days += [d for d in held if d >= start]
     return [d.strftime("%Y-%m-%d") for d in days]
 
 

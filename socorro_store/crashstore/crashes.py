@@ -25,7 +25,7 @@ from datetime import date, datetime
 from ..backends import RowMutation
 from ..backends.base import MAX_CELL_BYTES
 from ..checks import is_int
-from ..errors import CrashIDNotFound, InvalidArgument
+from ..errors import BackendError, BackendUnavailable, CrashIDNotFound, InvalidArgument
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of
 from ..schema.queue_keys import COL_DEAD, COL_DEAD_LETTER, claim_cell, dead_letter_key
@@ -202,10 +202,15 @@ def write_raw(backend, crashes, live_counters):
             index[K.HANG_ID_SUBMITTED_TIME].append(
                 RowMutation(key, {**ooid, K.COL_HANG: crash.puts[K.COL_HANG]}))
     backend.mutate_tables(index)  # every pointer is stored before any crash row
-    backend.mutate_rows(K.CRASH_REPORTS, [crash.row_mutation() for crash in crashes])
     increments = []
     for crash in crashes:
         increments += counters.submit_increments(crash.submitted, crash.legacy, crash.process_type)
+    try:
+        backend.mutate_rows(K.CRASH_REPORTS, [crash.row_mutation() for crash in crashes])
+    except (BackendUnavailable, BackendError):
+        # maybe written: a retry that finds the crash stored counts nothing, so say so (rollup repairs)
+        live_counters.tally("uncertain", len(increments))
+        raise
     hangs = [c for c in crashes if c.hang_id is not None]
     live_counters.send(increments, lambda: _new_hang_pairs(backend, hangs))
 

@@ -59,6 +59,7 @@ def _prefixed(hbase, tag):
 
 
 def _assert_survived(result):
+    print({k: v for k, v in result.items() if not k.endswith("_examples")})  # the figures, with -s
     assert result["killed_mid_ingest"], result  # the kill landed while every child was working
     assert result["acknowledged"] > 0 and result["processed_acknowledged"] > 0, result
     problems = {k: result[k] for k in ("lost", "lost_processed", "duplicates", "half_visible", "missing_before",
@@ -72,8 +73,10 @@ def _assert_survived(result):
 
 def test_thrift_server_sigkill_mid_ingest_loses_nothing_queues_nothing_twice(hbase, tmp_path):
     def restart():
+        began = time.monotonic()
         hbase.start_thrift()
-        hbase.wait_ready(time.monotonic() + RESTART_TIMEOUT_S, ddl=False)
+        hbase.wait_ready(began + RESTART_TIMEOUT_S, ddl=False)
+        print(f"Thrift server back in {time.monotonic() - began:.1f} s")
 
     result = chaos.server_kill_trial(_prefixed(hbase, "kt"), hbase.kill_thrift, restart, tmp_path, seed=601,
                                      rng=random.Random(1))
@@ -89,9 +92,11 @@ def test_hbase_jvm_sigkill_mid_ingest_keeps_every_acknowledged_crash(hbase, tmp_
         hbase.kill_thrift()
 
     def restart():
+        began = time.monotonic()
         hbase.start_master()
         hbase.start_thrift()
-        hbase.wait_ready(time.monotonic() + RESTART_TIMEOUT_S)
+        hbase.wait_ready(began + RESTART_TIMEOUT_S)  # DDL answers: regions reassigned, WAL replayed
+        print(f"HBase back in {time.monotonic() - began:.1f} s")
 
     result = chaos.server_kill_trial(_prefixed(hbase, "km"), kill, restart, tmp_path, seed=602,
                                      rng=random.Random(2))

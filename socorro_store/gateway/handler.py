@@ -28,6 +28,7 @@ from ..schema.specs import FOREVER, FamilySpec
 from .filter_parser import parse_filter
 from .filters import FilterError, PrefixFilter, WhileMatchFilter
 from .scanners import Scanner, ScannerRegistry
+from .wire import TooManyElements
 
 Hbase = thriftpy2.load(os.path.join(os.path.dirname(__file__), "Hbase.thrift"),
                        module_name="socorro_gateway_hbase_thrift")
@@ -91,10 +92,20 @@ def to_thrift_error(exc):
 
 
 class GatewayProcessor(TProcessor):
-    """thriftpy2's processor with HBase's error mapping; handler errors never drop the connection."""
+    """thriftpy2's processor with HBase's error mapping; handler errors never drop the connection.
+
+    A request refused while it is decoded (:class:`~.wire.TooManyElements`) gets a
+    ``TApplicationException(PROTOCOL_ERROR)`` reply, and the error goes on to the server, which
+    closes the connection: the rest of that request was never read.
+    """
 
     def process(self, iprot, oprot):
-        api, seqid, result, call = self.process_in(iprot)
+        try:
+            api, seqid, result, call = self.process_in(iprot)
+        except TooManyElements as exc:
+            self.send_exception(oprot, exc.message_name, TApplicationException(
+                TApplicationException.PROTOCOL_ERROR, str(exc)), exc.seqid)
+            raise
         if isinstance(result, TApplicationException):
             return self.send_exception(oprot, api, result, seqid)
         try:

@@ -9,6 +9,10 @@ default ``TBoundedThreadPoolServer``.
 * At most ``max_workers`` connections are served at once; up to ``max_queued`` more wait; beyond
   that new connections are closed at once ("the server starts dropping connections").
 * Garbage or truncated bytes end only the connection that sent them.
+* A request declaring more than ``max_request_elements`` list/set elements and map entries in
+  total is refused as it is decoded (``wire.py``): the client gets a
+  ``TApplicationException(PROTOCOL_ERROR)`` and the connection is closed, so one request cannot
+  make the server hold a hundred times its size in decoded objects.
 * :meth:`GatewayServer.stop` (SIGTERM/SIGINT under :func:`serve`) stops accepting, lets calls in
   flight finish and reply, closes idle connections, then returns; :func:`serve` closes the engine.
 * Only loopback addresses unless ``allow_remote``: the protocol has no authentication.
@@ -29,7 +33,12 @@ from thriftpy2.transport import TCyBufferedTransport, TTransportException
 
 from ..errors import InvalidArgument
 from .handler import GatewayProcessor, Hbase, HbaseHandler
-from .wire import GuardedBinaryProtocolFactory, GuardedCompactProtocolFactory
+from .wire import (
+    MAX_REQUEST_ELEMENTS,
+    GuardedBinaryProtocolFactory,
+    GuardedCompactProtocolFactory,
+    TooManyElements,
+)
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +136,16 @@ class _ClientSocket:
         self.frame_left -= len(data)
         return data
 
+    def discard_frame(self):
+        """Read and drop the rest of the current frame (at most ``max_frame_bytes``), so a client
+        that sent it whole reads the error reply before the close, not a reset.  Buffered
+        requests have no known end: their connection is closed as is."""
+        try:
+            while self.framed and self.frame_left > 0:
+                self.frame_left -= len(self._recv(min(self.frame_left, _RECV_CHUNK)))
+        except TTransportException:
+            pass
+
     def write(self, data):
         self.out.append(data)
 
@@ -161,7 +180,7 @@ class GatewayServer:
 
     def __init__(self, engine, host="127.0.0.1", port=9090, transport="buffered", protocol="binary",
                  allow_remote=False, max_frame_bytes=2 * 1024 * 1024, idle_timeout_s=60,
-                 max_workers=32, max_queued=1000):
+                 max_workers=32, max_queued=1000, max_request_elements=MAX_REQUEST_ELEMENTS):
         if transport not in TRANSPORTS:
             raise InvalidArgument(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
         if protocol not in PROTOCOLS:
@@ -169,7 +188,7 @@ class GatewayServer:
         if not isinstance(port, int) or not 0 <= port <= 65535:
             raise InvalidArgument(f"port must be 0..65535, not {port!r}")
         for label, value in (("max_frame_bytes", max_frame_bytes), ("idle_timeout_s", idle_timeout_s),
-                             ("max_workers", max_workers)):
+                             ("max_workers", max_workers), ("max_request_elements", max_request_elements)):
             if not isinstance(value, (int, float)) or value <= 0:
                 raise InvalidArgument(f"{label} must be positive, not {value!r}")
         if not isinstance(max_queued, int) or max_queued < 0:
@@ -190,10 +209,13 @@ class GatewayServer:
         self.handler = HbaseHandler(engine, host, self.port)
         self.processor = GatewayProcessor(Hbase.Hbase, self.handler)
         # Requests are decoded by guarded protocols (see wire.py); replies use the fastest encoder.
+        self.max_request_elements = int(max_request_elements)
         if protocol == "binary":
-            self._readers, self._writers = GuardedBinaryProtocolFactory(), TCyBinaryProtocolFactory()
+            self._readers = GuardedBinaryProtocolFactory(self.max_request_elements)
+            self._writers = TCyBinaryProtocolFactory()
         else:
-            self._readers, self._writers = GuardedCompactProtocolFactory(), TCompactProtocolFactory()
+            self._readers = GuardedCompactProtocolFactory(self.max_request_elements)
+            self._writers = TCompactProtocolFactory()
 
     @staticmethod
     def _listen(host, port):
@@ -251,6 +273,9 @@ class GatewayServer:
                 processor.process(iprot, oprot)
         except TTransportException:
             pass
+        except TooManyElements as exc:  # replied to by the processor; the rest is never decoded
+            log.warning("closing connection after refusing a request: %s", exc)
+            stream.discard_frame()
         except Exception as exc:  # noqa: BLE001 - garbage on the wire ends this connection only
             log.warning("closing connection after bad input: %r", exc)
         finally:
@@ -268,7 +293,7 @@ class GatewayServer:
 
 def serve(engine_dir, host="127.0.0.1", port=9090, transport="buffered", protocol="binary",
           allow_remote=False, max_frame_bytes=2 * 1024 * 1024, idle_timeout_s=60, max_workers=32,
-          ready_callback=None, sync="normal"):
+          ready_callback=None, sync="normal", max_request_elements=MAX_REQUEST_ELEMENTS):
     """Serve the engine in ``engine_dir`` until SIGTERM/SIGINT (or ``server.stop()``).
 
     ``sync`` is the engine's durability (``normal`` survives a killed process, ``full`` also
@@ -283,7 +308,7 @@ def serve(engine_dir, host="127.0.0.1", port=9090, transport="buffered", protoco
     engine = Engine(engine_dir, sync)
     try:
         server = GatewayServer(engine, host, port, transport, protocol, allow_remote, max_frame_bytes,
-                               idle_timeout_s, max_workers)
+                               idle_timeout_s, max_workers, max_request_elements=max_request_elements)
         previous = {}
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGTERM, signal.SIGINT):

@@ -9,6 +9,15 @@ Legitimate Thrift never declares such an element type, so the guarded protocols 
 with a ``TProtocolException`` (which ends only that connection).  Every element of every other
 type consumes at least one byte, so decoding work stays proportional to the bytes received.
 
+Memory is the other budget.  One byte on the wire can become a Python object of a hundred: a
+``mutateRows`` whose list holds N empty structs (each a single STOP byte) decodes into N
+``BatchMutation`` objects, so a 2 MB frame took 200 MB and a 10 MB buffered request 1 GB
+(issue 21, defect 7).  So a request may declare at most ``max_elements`` list and set elements
+and map entries in total (:data:`MAX_REQUEST_ELEMENTS` by default, counted as each container's
+header is read, before its elements are decoded); beyond that decoding stops with
+:class:`TooManyElements`, which the processor answers with a ``TApplicationException`` before
+the server closes the connection (the rest of the request is never read).
+
 Requests are decoded in pure Python (the compiled decoders cannot be guarded); replies are still
 encoded with the compiled binary encoder.  Compact requests use thriftpy2's pure-Python compact
 protocol with a guarded ``skip``.  Binary requests use :class:`GuardedBinaryProtocol`, a decoder
@@ -38,8 +47,63 @@ def check_type(ttype):
         raise TProtocolException(TProtocolException.INVALID_DATA, f"invalid Thrift type {ttype!r}")
 
 
-class GuardedCompactProtocol(TCompactProtocol):
-    """thriftpy2's compact protocol whose skip refuses zero-width element types."""
+#: List/set elements and map entries one request may declare in total.  The store's biggest
+#: batches (1,000 rows a call in rollup and expiry, a few dozen columns each) declare tens of
+#: thousands.  The worst a request can decode is 262,144 empty structs, about 27 MB of objects
+#: for as long as the request lives (an empty struct is an object of about 100 bytes), the
+#: same as a legitimate batch of that many mutations; with ``max_workers`` requests at once
+#: (32), under 1 GB.  Before the cap, one 2 MB frame decoded into 200 MB.
+MAX_REQUEST_ELEMENTS = 1 << 18
+
+
+class TooManyElements(TProtocolException):
+    """A request declared more container elements than the server decodes (see the module
+    docstring).  ``message_name``/``seqid``: the call it was decoding, for the error reply."""
+
+    def __init__(self, limit, message_name="", seqid=0):
+        super().__init__(TProtocolException.SIZE_LIMIT,
+                         f"request declares more than {limit} list, set or map elements")
+        self.message_name, self.seqid = message_name, seqid
+
+
+class _ElementBudget:
+    """The per-request element count of a guarded protocol (reset by each message header)."""
+
+    def _start_message(self, name, seqid):
+        self._message = (name, seqid)
+        self._elements_left = self.max_elements
+
+    def _spend(self, size):
+        if size > 0:
+            self._elements_left -= size
+            if self._elements_left < 0:
+                raise TooManyElements(self.max_elements, *self._message)
+
+
+class GuardedCompactProtocol(_ElementBudget, TCompactProtocol):
+    """thriftpy2's compact protocol whose skip refuses zero-width element types, and which
+    counts container elements against ``max_elements`` per request (skipped ones too: they
+    consume bytes, so counting them refuses nothing a legitimate peer sends)."""
+
+    def __init__(self, trans, max_elements=None):
+        super().__init__(trans)
+        self.max_elements = MAX_REQUEST_ELEMENTS if max_elements is None else max_elements
+        self._start_message("", 0)
+
+    def read_message_begin(self):
+        name, mtype, seqid = super().read_message_begin()
+        self._start_message(name, seqid)
+        return name, mtype, seqid
+
+    def _read_collection_begin(self):
+        ttype, size = super()._read_collection_begin()
+        self._spend(size)
+        return ttype, size
+
+    def _read_map_begin(self):
+        ktype, vtype, size = super()._read_map_begin()
+        self._spend(size)
+        return ktype, vtype, size
 
     def skip(self, ttype):
         check_type(ttype)
@@ -47,8 +111,11 @@ class GuardedCompactProtocol(TCompactProtocol):
 
 
 class GuardedCompactProtocolFactory:
+    def __init__(self, max_elements=None):
+        self.max_elements = max_elements
+
     def get_protocol(self, trans):
-        return GuardedCompactProtocol(trans)
+        return GuardedCompactProtocol(trans, self.max_elements)
 
 
 # -- binary ------------------------------------------------------------------------------------
@@ -76,7 +143,7 @@ def _depth(budget, where):
         raise RecursionError("maximum nesting depth exceeded" + where)
 
 
-class GuardedBinaryProtocol:
+class GuardedBinaryProtocol(_ElementBudget):
     """The request side of thriftpy2's strict binary protocol, guarded (see the module docstring).
 
     ``stream.read(n)`` must return between 1 and ``n`` bytes (whatever has arrived) or raise:
@@ -84,13 +151,16 @@ class GuardedBinaryProtocol:
     more only when the message needs more, so it never waits for bytes a client has not sent.
     Bytes past the end of one message (a pipelined request) stay buffered for the next.
     Decoding state lives in ``buf``/``pos``; methods load them into locals for speed and store
-    ``pos`` back before calling another method.
+    ``pos`` back before calling another method.  Containers that are decoded count against
+    ``max_elements`` per request; skipped ones allocate nothing and are not counted.
     """
 
-    def __init__(self, stream, max_depth=DEFAULT_MAX_DEPTH):
+    def __init__(self, stream, max_depth=DEFAULT_MAX_DEPTH, max_elements=None):
         self.stream = stream
         self.max_depth = max_depth
+        self.max_elements = MAX_REQUEST_ELEMENTS if max_elements is None else max_elements
         self.buf, self.pos = b"", 0
+        self._start_message("", 0)
 
     def _fill(self, pos, need):
         """Make ``need`` bytes available from ``pos``; return ``(buf, 0, len(buf))`` (also stored)."""
@@ -148,7 +218,9 @@ class GuardedBinaryProtocol:
             raise TProtocolException(type=TProtocolException.BAD_VERSION,
                                      message="Bad version in read_message_begin: %d" % size)
         name = self._take(self._fixed(4, _I32)).decode("utf-8")
-        return name, size & 0xFF, self._fixed(4, _I32)
+        seqid = self._fixed(4, _I32)
+        self._start_message(name, seqid)
+        return name, size & 0xFF, seqid
 
     def read_message_end(self):
         pass
@@ -266,6 +338,7 @@ class GuardedBinaryProtocol:
             for _ in range(size):
                 self._skip(r_type, budget)
             return []
+        self._spend(size)
         if v_type == _STRUCT:  # the hot path: mutateRows' BatchMutations and their Mutations
             out = []
             append, read_struct = out.append, self._read_struct
@@ -295,6 +368,7 @@ class GuardedBinaryProtocol:
                 self._skip(sk_type, budget)
                 self._skip(sv_type, budget)
             return {}
+        self._spend(size)
         out = {}
         read_val = self._read_val
         for _ in range(size):
@@ -438,5 +512,8 @@ def _text(payload):
 class GuardedBinaryProtocolFactory:
     """Binary requests: :class:`GuardedBinaryProtocol` over a connection's byte stream."""
 
+    def __init__(self, max_elements=None):
+        self.max_elements = max_elements
+
     def get_protocol(self, stream):
-        return GuardedBinaryProtocol(stream)
+        return GuardedBinaryProtocol(stream, max_elements=self.max_elements)

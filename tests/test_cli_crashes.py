@@ -144,6 +144,46 @@ def test_crash_delete(url):
     assert os.path.isdir(store_path)
 
 
+REPORT_URL = "https://crash-stats.mozilla.org/report/index/"
+
+
+def test_every_crash_command_takes_bp_ids_and_report_urls(url, tmp_path):
+    """Issue 24: the bare id, bp-<id> and a crash-stats report URL name the same crash, as
+    arguments and on stdin (reprocess -, delete -)."""
+    ids = day_ids(url)
+    crash_id = ids[0]
+    for form in (f"bp-{crash_id}", f"{REPORT_URL}{crash_id}", f"{REPORT_URL}bp-{crash_id}#tab-details"):
+        assert json.loads(ok(run(url, "crash", "show", form, "--json")))["crash_id"] == crash_id
+    assert json.loads(ok(run(url, "crash", "raw", f"bp-{crash_id}")))["uuid"] == crash_id
+    assert json.loads(ok(run(url, "crash", "processed", f"{REPORT_URL}{crash_id}")))["uuid"] == crash_id
+    paths = ok(run(url, "crash", "dumps", f"bp-{crash_id}", "--dir", str(tmp_path / "d"))).split()
+    assert paths == [str(tmp_path / "d" / f"{crash_id}.upload_file_minidump.dump")]
+    out = json.loads(ok(run(url, "crash", "reprocess", f"bp-{ids[0]}", "-", "--json",
+                            input=f"{REPORT_URL}{ids[1]}\n\nbp-{ids[2]}\n")))
+    assert out == {"requested": 3, "queued": 3}
+    deleted = ok(run(url, "crash", "delete", "-", "--yes", input=f"bp-{ids[3]}\n{REPORT_URL}bp-{ids[4]}\n"))
+    assert deleted.splitlines() == [f"deleted {ids[3]}", f"deleted {ids[4]}"]
+    assert day_ids(url) == ids[:3] + ids[5:]
+
+
+def test_a_bad_crash_id_is_one_line_with_the_form_and_nothing_changes(url):
+    from store_helpers import all_rows
+
+    from socorro_store.backends import open_backend
+
+    ids = day_ids(url)
+    with open_backend(url, create=False) as backend:
+        before = all_rows(backend)
+    line = fails(run(url, "crash", "show", "6a3f"), 2)
+    assert "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxDYYMMDD" in line and "bp-<id>" in line and "e.g." in line
+    fails(run(url, "crash", "show", f"https://crash-stats.mozilla.org/report/{ids[0]}"), 2)
+    # one bad stdin line refuses the whole batch, naming the line; nothing is queued or deleted
+    assert "stdin line 2" in fails(run(url, "crash", "reprocess", "-", input=f"bp-{ids[0]}\nnope\n"), 2)
+    assert "stdin line 1" in fails(run(url, "crash", "delete", "-", "--yes", input=f"{ids[1]}x\n{ids[2]}\n"), 2)
+    with open_backend(url, create=False) as backend:
+        assert all_rows(backend) == before
+
+
 # -- queue, signatures, metrics ---------------------------------------------------------------------
 
 def test_queue_status(url):

@@ -6,7 +6,8 @@ from datetime import timedelta
 
 import click
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, InvalidCrashID
+from ..schema.crash_ids import parse_crash_id
 from ..schema.timeparse import parse_timestamp
 from .common import echo_json, open_existing_store
 
@@ -31,13 +32,33 @@ def range_options(command):
     return click.option("--day", default=None, metavar="D", help="One UTC day (YYYY-MM-DD).")(command)
 
 
+class CrashIdType(click.ParamType):
+    """A crash id as people paste it: the bare id, ``bp-<id>`` or a crash-stats report URL
+    (:func:`~socorro_store.schema.crash_ids.parse_crash_id`); the command gets the bare id.
+    ``-`` (stdin) passes through for the commands that take it."""
+
+    name = "crash_id"
+
+    def convert(self, value, param, ctx):
+        if value == "-":
+            return value
+        return parse_crash_id(value)  # InvalidCrashID: exit 2, one line (cli/__init__.py)
+
+
+CRASH_ID = CrashIdType()
+
+
 @click.group("crash")
 def crash_group():
-    """Read, dump, reprocess or delete one crash (by crash id)."""
+    """Read, dump, reprocess or delete one crash.
+
+    CRASH_ID is the id (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxDYYMMDD), bp-<id>, or a crash-stats report
+    URL (https://crash-stats.mozilla.org/report/index/<id>).
+    """
 
 
 @crash_group.command("show")
-@click.argument("crash_id")
+@click.argument("crash_id", type=CRASH_ID)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def show(ctx, crash_id, as_json):
@@ -64,7 +85,7 @@ def show(ctx, crash_id, as_json):
 
 
 @crash_group.command("raw")
-@click.argument("crash_id")
+@click.argument("crash_id", type=CRASH_ID)
 @click.pass_context
 def raw(ctx, crash_id):
     """Print the raw crash (annotations) as JSON."""
@@ -73,7 +94,7 @@ def raw(ctx, crash_id):
 
 
 @crash_group.command("processed")
-@click.argument("crash_id")
+@click.argument("crash_id", type=CRASH_ID)
 @click.option("--unredacted", is_flag=True, help="Keep the forbidden keys (email, url, …).")
 @click.pass_context
 def processed(ctx, crash_id, unredacted):
@@ -83,7 +104,7 @@ def processed(ctx, crash_id, unredacted):
 
 
 @crash_group.command("dumps")
-@click.argument("crash_id")
+@click.argument("crash_id", type=CRASH_ID)
 @click.option("--dir", "directory", required=True, type=click.Path(file_okay=False),
               help="Directory to write the dumps to (created if needed).")
 @click.option("--json", "as_json", is_flag=True)
@@ -100,20 +121,26 @@ def dumps(ctx, crash_id, directory, as_json):
 
 
 def _ids(crash_ids):
-    """The ids given, with ``-`` meaning one id per line of stdin."""
+    """The ids given, with ``-`` meaning one id per line of stdin (any form :data:`CRASH_ID`
+    takes; blank lines skipped).  A bad line is refused before anything is done."""
     out = []
     for crash_id in crash_ids:
-        if crash_id == "-":
-            out += [line.strip() for line in sys.stdin if line.strip()]
-        else:
+        if crash_id != "-":
             out.append(crash_id)
+            continue
+        for number, line in enumerate(sys.stdin, 1):
+            if line.strip():
+                try:
+                    out.append(parse_crash_id(line.strip()))
+                except InvalidCrashID as exc:
+                    raise InvalidCrashID(f"stdin line {number}: {exc}") from None
     if not out:
         raise click.UsageError("no crash id given")
     return out
 
 
 @crash_group.command("reprocess")
-@click.argument("crash_ids", nargs=-1, required=True)
+@click.argument("crash_ids", nargs=-1, required=True, type=CRASH_ID)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def reprocess(ctx, crash_ids, as_json):
@@ -128,7 +155,7 @@ def reprocess(ctx, crash_ids, as_json):
 
 
 @crash_group.command("delete")
-@click.argument("crash_ids", nargs=-1, required=True)
+@click.argument("crash_ids", nargs=-1, required=True, type=CRASH_ID)
 @click.option("--yes", is_flag=True, help="Really delete (required).")
 @click.option("--missing-ok", is_flag=True, help="Skip ids with no crash instead of failing.")
 @click.option("--json", "as_json", is_flag=True)

@@ -8,7 +8,9 @@ keys only through it.  All keys are ``bytes``; text parts are ASCII except signa
 Crash ids
     Socorro's format: ``xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxDYYMMDD``, lowercase hex, where ``D`` is a
     depth digit and ``YYMMDD`` the submission date (it must be a real date).  The salt of a crash
-    is its first character (16 buckets, ``0``-``f``).
+    is its first character (16 buckets, ``0``-``f``).  Validating, minting
+    (:func:`new_crash_id`) and reading pasted forms (:func:`parse_crash_id`: ``bp-<id>``, report
+    URLs) live in :mod:`socorro_store.schema.crash_ids`, re-exported here.
 
 Timestamps in keys
     ``YYYY-MM-DDTHH:MM:SS.ffffff`` (26 ASCII bytes), UTC, no offset, always microseconds: fixed
@@ -67,10 +69,20 @@ Columns (``family:qualifier``)::
 
 import re
 import struct
-from datetime import date, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 
 from ..checks import is_int
-from ..errors import InvalidArgument, InvalidCrashID
+from ..errors import InvalidArgument
+from .crash_ids import (  # noqa: F401 - re-exported: the crash id form lives in crash_ids.py
+    CRASH_ID_FORM,
+    CRASH_ID_LEN,
+    CRASH_ID_RE,
+    crash_date,
+    is_crash_id,
+    new_crash_id,
+    parse_crash_id,
+    validate_crash_id,
+)
 from .job_keys import (  # noqa: F401 - re-exported: the jobs table's layouts
     COL_LEASE,
     COL_RUN_JOB,
@@ -89,14 +101,10 @@ from .specs import SALTS  # noqa: F401 - re-exported: the salt characters of eve
 from .timeparse import parse_timestamp  # noqa: F401 - re-exported: keys take the same time inputs
 
 # Every pattern that validates a whole name or id is anchored with \A and \Z and used with
-# ``fullmatch``: ``$`` also matches before a trailing newline, so ``match`` with ``$`` accepted
-# ``"<crash id>\n"``, and the key built from it made a day of index rows unreadable.  Digits are
-# ``[0-9]``: in a ``str`` pattern ``\d`` also matches other scripts' digits, which ``int`` accepts.
-CRASH_ID_RE = re.compile(r"\A[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{6}[0-9]{6}\Z")
-CRASH_ID_LEN = 36
+# ``fullmatch``: ``$`` also matches before a trailing newline.  Digits are ``[0-9]``: in a ``str``
+# pattern ``\d`` also matches other scripts' digits, which ``int`` accepts.
 TIMESTAMP_LEN = 26
 _TIMESTAMP_RE = re.compile(rb"\A[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}\Z")
-_YYMMDD_RE = re.compile(r"\A[0-9]{6}\Z")
 MAX_KEY_PART = 16 * 1024  # a signature or hang id longer than this is refused (row keys <= 32767)
 
 # -- tables ----------------------------------------------------------------------------------
@@ -136,29 +144,7 @@ FAMILY_COUNTERS = b"counters"
 
 # -- crash ids -------------------------------------------------------------------------------
 
-def validate_crash_id(crash_id):
-    """Return ``crash_id`` if it is in Socorro's format with a real date; else raise InvalidCrashID."""
-    if not is_crash_id(crash_id):
-        raise InvalidCrashID(f"not a Socorro crash id: {crash_id!r}")
-    try:
-        crash_date(crash_id)
-    except ValueError:
-        raise InvalidCrashID(f"crash id {crash_id!r} ends in an impossible date") from None
-    return crash_id
-
-
-def is_crash_id(value):
-    """True when ``value`` is a string in Socorro's crash id format (the date is not checked)."""
-    return isinstance(value, str) and CRASH_ID_RE.fullmatch(value) is not None
-
-
-def crash_date(crash_id):
-    """The submission date encoded in the last six characters (YYMMDD, 20YY); ValueError when
-    they are not six ASCII digits of a real date."""
-    tail = crash_id[-6:]
-    if not _YYMMDD_RE.fullmatch(tail):  # int() would take " 1", "1\n" and non-ASCII digits
-        raise ValueError(f"not a YYMMDD date: {tail!r}")
-    return date(2000 + int(tail[:2]), int(tail[2:4]), int(tail[4:]))
+# validate_crash_id, is_crash_id, crash_date, new_crash_id, parse_crash_id: see crash_ids.py
 
 
 def salt(crash_id):

@@ -298,3 +298,14 @@ def test_crash_over_the_cell_cap_is_refused_before_any_write_over_buffered(gatew
             store.save_raw_crash(raw_crash(cid), {"upload_file_minidump": b"x" * (10 * MB + 1)}, cid)
         assert all_rows(store.backend) == {}
 
+
+
+def test_batches_split_below_the_gateways_element_cap(gateway_buffered_binary):
+    """``serve`` refuses a request declaring over 262,144 Thrift elements (a bound on decoding
+    memory): the backend splits a batch at 100,000 elements, so a big legitimate batch lands."""
+    with open_backend(gateway_buffered_binary.url(table_prefix="elements" + uuid.uuid4().hex[:6])) as backend:
+        backend.create_table(TableSpec("t", (FamilySpec("cf"),)))
+        rows = [RowMutation(b"r%06d" % i, {b"cf:a": b"1"}) for i in range(60_000)]  # 120,000 elements
+        backend.mutate_rows("t", rows)
+        assert backend.calls["mutate_rows"] == 2
+        assert sum(1 for _ in backend.scan("t", columns=[b"cf:a"])) == 60_000

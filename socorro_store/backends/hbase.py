@@ -276,7 +276,8 @@ class HBaseBackend(Backend):
         for batch, weight in zip(batches, weights):  # every row is checked before the first call
             self._check_request_size("mutate_rows", table, sizes.request_bytes(name, [weight]), batch.row)
         budget = (self.max_request_bytes or BUFFERED_BATCH_BYTES) - sizes.request_bytes(name, [])
-        for chunk in sizes.split_by_size(batches, weights, budget):
+        elements = [1 + len(b.mutations) for b in batches]
+        for chunk in sizes.split_by_size(batches, weights, budget, elements):
             if timestamp is None:
                 self._call("mutate_rows", lambda c: c.mutateRows(name, chunk, {}), table)
             else:

@@ -53,17 +53,26 @@ def request_bytes(table_name, item_sizes):
     return REQUEST_OVERHEAD + len(table_name) + sum(item_sizes)
 
 
-def split_by_size(items, sizes, budget):
-    """Consecutive groups of ``items`` whose ``sizes`` add up to at most ``budget`` each.
+#: Thrift list elements per request: ``serve`` refuses a request declaring more than 262,144
+#: (gateway/wire.py, a bound on decoding memory), so batches are split well below that.
+MAX_REQUEST_ELEMENTS = 100_000
+
+
+def split_by_size(items, sizes, budget, elements=None):
+    """Consecutive groups of ``items`` whose ``sizes`` add up to at most ``budget`` each, and
+    whose ``elements`` (Thrift list elements per item, default 1) to at most
+    :data:`MAX_REQUEST_ELEMENTS`.
 
     An item bigger than ``budget`` on its own goes alone (the caller refuses it beforehand).
     """
-    group, total = [], 0
-    for item, size in zip(items, sizes):
-        if group and total + size > budget:
+    elements = elements if elements is not None else [1] * len(items)
+    group, total, count = [], 0, 0
+    for item, size, n in zip(items, sizes, elements):
+        if group and (total + size > budget or count + n > MAX_REQUEST_ELEMENTS):
             yield group
-            group, total = [], 0
+            group, total, count = [], 0, 0
         group.append(item)
         total += size
+        count += n
     if group:
         yield group

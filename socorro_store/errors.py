@@ -71,6 +71,11 @@ class InvalidCrashID(InvalidArgument):
     """A crash id is not in Socorro's format (a UUID ending in a depth digit and YYMMDD)."""
 
 
+class NotFound(SocorroStoreError, LookupError):
+    """What was asked for is not stored: a signature with no counters, a metrics row or a table
+    row that does not exist (the CLI exits 1, where it used to print nothing or zeros)."""
+
+
 class CrashIDNotFound(SocorroStoreError, LookupError):
     """No crash (or no part of it that was asked for) is stored under that id."""
 

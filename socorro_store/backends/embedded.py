@@ -4,9 +4,10 @@ import errno
 import functools
 import inspect
 import sqlite3
+import threading
 
 from ..engine import Engine
-from ..errors import BackendError, BackendUnavailable
+from ..errors import BackendError, BackendUnavailable, StoreNotFound
 from . import base
 from .base import Backend, split_column
 
@@ -19,6 +20,8 @@ _TRANSIENT_MESSAGES = ("database is locked", "database table is locked", "disk i
                        "unable to open database file", "locking protocol")
 # OS errors no retry fixes: a full disk, a read-only file system, a permission refused.
 _PERMANENT_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM}
+# Serialises opening a not-yet-existing store's engine (rare: once per backend), and close().
+_OPEN_LOCK = threading.Lock()
 
 
 def _typed(exc):
@@ -88,17 +91,47 @@ class EmbeddedBackend(Backend):
     """Runs the engine in this process.  One call counted per engine call."""
 
     def __init__(self, directory, sync="normal", create=True):
+        """``create=False``: a directory holding no store raises StoreNotFound here.
+
+        ``create=True``: no store is made on open either (a mistyped path must not become an
+        empty store): the first :meth:`create_table` (``create_tables()``, ``tables create``)
+        makes it.  Until then :meth:`list_tables` is empty and every other call raises
+        StoreNotFound, whose message says to run ``socorro-store tables create``.
+        """
         super().__init__()
-        self.engine = Engine(directory, sync, create)
+        self.directory, self.sync = directory, sync
+        self._engine, self._closed = None, False
+        try:
+            self._engine = Engine(directory, sync, create=False)
+        except StoreNotFound:
+            if not create:
+                raise
+
+    @property
+    def engine(self):
+        """The engine of an existing store (StoreNotFound while there is none)."""
+        return self._engine if self._engine is not None else self._open_engine(create=False)
+
+    def _open_engine(self, create):
+        with _OPEN_LOCK:
+            if self._closed:
+                raise BackendError("embedded store is closed")
+            if self._engine is None:
+                self._engine = Engine(self.directory, self.sync, create)
+            return self._engine
 
     def close(self):
-        self.engine.close()
+        with _OPEN_LOCK:
+            self._closed = True
+            engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.close()
 
     # -- admin -------------------------------------------------------------------------------
     def create_table(self, spec):
         base.check_table_spec_names(spec)
         self.count_call("create_table")
-        self.engine.create_table(spec.name, list(spec.families))
+        self._open_engine(create=True).create_table(spec.name, list(spec.families))
 
     def drop_table(self, name):
         self.count_call("drop_table")
@@ -106,7 +139,10 @@ class EmbeddedBackend(Backend):
 
     def list_tables(self):
         self.count_call("list_tables")
-        return self.engine.table_names()
+        try:
+            return self.engine.table_names()
+        except StoreNotFound:
+            return []  # no store yet: no tables (create_tables() lists them first)
 
     def describe_table(self, name):
         self.count_call("describe_table")

@@ -64,6 +64,14 @@ def _text(value):
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
+def _reason(exc):
+    """A transport error in a few words: thriftpy2's message (``Could not connect to …``), else
+    the exception's class and text, on one line."""
+    message = getattr(exc, "message", None)
+    text = _text(message) if message else f"{type(exc).__name__}: {exc}"
+    return " ".join(text.split())
+
+
 def translate_error(exc, table=None):
     """Map a Thrift-level error to a :mod:`socorro_store.errors` exception."""
     if isinstance(exc, thrift.IOError):
@@ -201,8 +209,10 @@ class HBaseBackend(Backend):
             if attempt < self.retries:
                 time.sleep(delay)
                 delay *= 2
-        raise BackendUnavailable(f"{kind} on {self.host}:{self.port} failed after {self.retries + 1} "
-                                 f"attempts: {type(last).__name__}: {last}")
+        # One line an operator can act on: where, and the usual cause (no Thrift server there).
+        raise BackendUnavailable(f"cannot reach the HBase Thrift server at {self.host}:{self.port} ({kind} "
+                                 f"failed after {self.retries + 1} attempt{'s' if self.retries else ''}: {_reason(last)}); is the "
+                                 "Thrift server running (`hbase thrift start`, or `socorro-store serve`)?")
 
     def _family_names(self, table, refresh=False):
         names = self._families.get(table)

@@ -3,7 +3,7 @@
 Each command group lives in its own module here and is registered below.  Errors of the library
 (:class:`~socorro_store.errors.SocorroStoreError`) become one line on stderr: exit code 2 for bad
 input or usage (:data:`BAD_INPUT`), exit code 1 for a failure (not found, no store, backend
-unavailable or failing, a failed job, a corrupt stream).
+unavailable or failing, a failed job, a corrupt stream, a file that cannot be read or written).
 """
 
 import importlib
@@ -26,6 +26,12 @@ BAD_INPUT = (InvalidArgument, ConfigError, SpecError, JobLeaseHeld)
 def exit_code_of(exc):
     """2 for bad input or usage, 1 for any other library error (a failure)."""
     return 2 if isinstance(exc, BAD_INPUT) else 1
+
+
+def describe_os_error(exc):
+    """``No such file or directory: '/no/such/dir/x'``: the reason and the path, on one line."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return f"{reason}: {exc.filename!r}" if exc.filename is not None else reason
 
 
 class _Group(click.Group):
@@ -51,6 +57,9 @@ class _Group(click.Group):
         except SocorroStoreError as exc:
             click.echo(f"Error: {exc}", err=True)
             sys.exit(exit_code_of(exc))
+        except OSError as exc:  # a file the command reads or writes (-o, --dir, --access-log): never a traceback
+            click.echo(f"Error: {describe_os_error(exc)}", err=True)
+            sys.exit(1)
 
 
 def _version():

@@ -23,7 +23,10 @@ def time_range(day, start, end):
         return first, first + timedelta(days=1)
     if start is None or end is None:
         raise click.UsageError("give --day D, or both --from T and --to T")
-    return parse_timestamp(start, "--from"), parse_timestamp(end, "--to")
+    first, last = parse_timestamp(start, "--from"), parse_timestamp(end, "--to")
+    if first >= last:  # an empty or reversed range would print nothing and exit 0
+        raise InvalidArgument(f"--from {start} is not before --to {end}")
+    return first, last
 
 
 def range_options(command):

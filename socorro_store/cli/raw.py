@@ -8,6 +8,7 @@ import json
 
 import click
 
+from ..errors import NotFound
 from ..schema.keys import decode_counter
 from .common import echo_json, open_existing
 
@@ -56,7 +57,10 @@ def raw_group():
 def get(ctx, table, row, as_json):
     """Every cell of one row (ROW may use \\xNN escapes)."""
     with open_existing(ctx) as backend:
-        view = row_view(to_bytes(row), backend.get_row(table, to_bytes(row)))
+        cells = backend.get_row(table, to_bytes(row))
+    if not cells:
+        raise NotFound(f"no row {row!r} in table {table}")
+    view = row_view(to_bytes(row), cells)
     if as_json:
         echo_json(view)
     else:

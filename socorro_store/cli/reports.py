@@ -1,12 +1,18 @@
 """``queue status``, ``signatures top|show`` and ``metrics show``: what the counters and queues say."""
 
+import re
+
 import click
 
 from ..crashstore.reports import DEFAULT_TOP
+from ..errors import NotFound
+from ..schema.keys import parse_metrics_row
 from .common import echo_json, open_existing_store
 from .crash import range_options, time_range
 
 BAR_WIDTH = 40
+#: A metrics row that starts like an interval (a digit) must be one; other names are Socorro's.
+_INTERVAL_LIKE = re.compile(r"[0-9]")
 
 
 def bars(points):
@@ -71,6 +77,9 @@ def show(ctx, signature, as_json):
     """A signature's counters at every level, when it was first seen, and charts of its counts."""
     with open_existing_store(ctx) as store:
         report = store.signature_report(signature)
+    if not report["counters"]:  # a typo would otherwise chart 78 zeros and exit 0
+        raise NotFound(f"no counters for signature {signature!r} (`socorro-store signatures top` lists "
+                       "the signatures of a period)")
     if as_json:
         echo_json(report)
         return
@@ -99,9 +108,15 @@ def metrics_group():
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def metrics_show(ctx, row, as_json):
-    """The counters of a metrics row (yyyy[-mm[-dd[Thh[:mm]]]] or crash_report_queues)."""
+    """The counters of a metrics row (yyyy[-mm[-dd[Thh[:mm]]]] or crash_report_queues).
+
+    An impossible interval (2026-13-45) exits 2; a row with no counters exits 1."""
+    if _INTERVAL_LIKE.match(row):  # Socorro's own row names pass to the library as they are
+        parse_metrics_row(row)  # InvalidArgument (exit 2) for a malformed or impossible interval
     with open_existing_store(ctx) as store:
         values = store.get_metrics(row)
+    if not values:
+        raise NotFound(f"no counters in metrics row {row!r}")
     if as_json:
         echo_json(values)
         return

@@ -16,7 +16,7 @@ The URL comes from an explicit argument, then ``SOCORRO_STORE_URL``, then the de
 
 import os
 from dataclasses import dataclass, field
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from .errors import ConfigError
 
@@ -104,6 +104,19 @@ def parse_url(url=None):
     if not project or not instance or "/" in instance:
         raise ConfigError(f"bigtable URL must be bigtable://PROJECT/INSTANCE: {text!r}")
     return StoreURL(scheme, host=project, path=instance, options=options, text=text)
+
+
+def with_options(url=None, **options):
+    """The URL text (resolved as by :func:`resolve_url`) with ``options`` set in its query,
+    replacing any given there; checked by :func:`parse_url`.  ``with_options(u, retries=0)``
+    makes one attempt per call."""
+    text = resolve_url(url)
+    base, _sep, query = text.partition("?")
+    pairs = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in options]
+    pairs += [(k, str(v)) for k, v in options.items()]
+    result = base + ("?" + urlencode(pairs) if pairs else "")
+    parse_url(result)
+    return result
 
 
 def _parse_option(scheme, key, value, text):

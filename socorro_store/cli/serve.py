@@ -1,10 +1,13 @@
-"""``socorro-store serve``: the embedded store behind HBase's Thrift1 protocol."""
+"""``socorro-store serve`` (the embedded store behind HBase's Thrift1 protocol) and
+``socorro-store ping`` (does the store answer?)."""
 
 import click
 
-from ..config import parse_url
+from ..backends import open_backend
+from ..config import parse_url, with_options
 from ..errors import ConfigError
-from .common import local_url_option, url_of
+from ..schema import table_admin as admin
+from .common import local_url_option, open_existing, url_of
 
 
 @click.command()
@@ -20,18 +23,59 @@ from .common import local_url_option, url_of
               help="Seconds before an idle connection is closed.")
 @click.option("--workers", default=32, show_default=True, type=click.IntRange(min=1),
               help="Connections served at once (one worker thread each).")
+@click.option("--create", is_flag=True,
+              help="Create the store and its tables first if missing (as `tables create`); without it a "
+                   "missing store is refused.")
+@click.option("--access-log", default=None, metavar="FILE",
+              help="Append one line per call: time, client, method, table, rows, ms, outcome (- for stdout).")
 @local_url_option
 @click.pass_context
-def serve(ctx, host, port, transport, protocol, allow_remote, max_frame_mb, idle_timeout, workers, local_url):
-    """Serve an embedded:// store over HBase Thrift1 until SIGTERM/SIGINT."""
+def serve(ctx, host, port, transport, protocol, allow_remote, max_frame_mb, idle_timeout, workers, create,
+          access_log, local_url):
+    """Serve an embedded:// store over HBase Thrift1 until SIGTERM/SIGINT.
+
+    The store must exist (`socorro-store tables create`), unless --create: a mistyped path is
+    refused, not served empty.
+    """
     from ..gateway import serve as run_gateway  # thriftpy2 only when serving
+    from ..gateway.access_log import AccessLog
 
     url = parse_url(url_of(ctx, local_url))
     if url.scheme != "embedded":
         raise ConfigError(f"serve needs an embedded:// store URL, not {url.text!r}")
-    run_gateway(url.path, host=host, port=port, transport=transport, protocol=protocol,
-                allow_remote=allow_remote, max_frame_bytes=int(max_frame_mb * 1024 * 1024),
-                idle_timeout_s=idle_timeout, max_workers=workers, sync=url.options["sync"])
+    if create:
+        with open_backend(url.text) as backend:
+            admin.create_tables(backend)
+    else:
+        open_existing(ctx, local_url).close()  # StoreNotFound (exit 1) with the hint; creates nothing
+    log = AccessLog(access_log) if access_log is not None else None  # a bad path fails before listening
+
+    def ready(server):
+        server.access_log = log
+
+    try:
+        run_gateway(url.path, host=host, port=port, transport=transport, protocol=protocol,
+                    allow_remote=allow_remote, max_frame_bytes=int(max_frame_mb * 1024 * 1024),
+                    idle_timeout_s=idle_timeout, max_workers=workers, sync=url.options["sync"],
+                    ready_callback=ready)
+    finally:
+        if log is not None:
+            log.close()
 
 
-COMMANDS = [serve]
+@click.command()
+@click.pass_context
+def ping(ctx):
+    """Exit 0 when the store answers (one cheap call: list the tables), else 1 with one line.
+
+    An hbase:// store gets one attempt within its timeout_ms (no retries); a missing embedded
+    store is refused with the `tables create` hint.
+    """
+    # One attempt: a dead server is reported within the timeout, not after the retry budget.
+    url = with_options(url_of(ctx), retries=0) if parse_url(url_of(ctx)).scheme == "hbase" else url_of(ctx)
+    with open_backend(url, create=False) as backend:
+        count = len(backend.list_tables())
+    click.echo(f"ok: {parse_url(url_of(ctx)).text} answers ({count} tables)")
+
+
+COMMANDS = [serve, ping]

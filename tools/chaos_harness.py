@@ -263,7 +263,7 @@ class Gateway:
         self.directory, self.transport, self.protocol = str(directory), transport, protocol
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "socorro_store", "--url", f"embedded://{self.directory}", "serve",
-             "--port", "0", "--transport", transport, "--protocol", protocol, *extra_args],
+             "--create", "--port", "0", "--transport", transport, "--protocol", protocol, *extra_args],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.port = self._wait_for_port(start_timeout_s)

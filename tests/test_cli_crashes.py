@@ -79,7 +79,7 @@ def test_crashes_list(url):
     start = datetime(DAY.year, DAY.month, DAY.day, tzinfo=timezone.utc)
     ranged = ok(run(url, "crashes", "list", "--from", start.isoformat(), "--to", (start + timedelta(hours=12)).isoformat()))
     assert ranged.split() == ids[:len(ranged.split())]
-    lines = [json.loads(line) for line in ok(run(url, "crashes", "list", "--day", DAY.isoformat(), "--json")).splitlines()]
+    lines = [json.loads(line) for line in ok(run(url, "crashes", "list", "--day", DAY.isoformat(), "--nl")).splitlines()]
     assert [item["crash_id"] for item in lines] == ids and {item["state"] for item in lines} == {"processed"}
     signature = next(item["signature"] for item in lines if item["signature"] not in ("##null##", "##empty##"))
     of_signature = ok(run(url, "crashes", "list", "--day", DAY.isoformat(), "--signature", signature)).split()

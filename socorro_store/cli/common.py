@@ -1,5 +1,7 @@
 """Helpers shared by the command modules."""
 
+import io
+import itertools
 import json
 import sys
 
@@ -61,3 +63,63 @@ def progress_bar(as_json, label):
             state["bar"].render_finish()
 
     return update, close
+
+
+# -- list output -------------------------------------------------------------------------------
+#
+# One convention for every list command (crashes list, jobs list, tables list):
+#   (plain)   one item per line, for reading and for `xargs`;
+#   --json    one JSON array of objects, streamed item by item (a big list never sits in memory);
+#   --nl      newline-delimited JSON: one object per line (for `jq -c`, line tools, huge lists);
+#   --csv     a header row, then one row per item (nested values as JSON);
+#   --table   aligned columns with a header (reads the whole list first, to size the columns).
+# Commands that print one thing (crash show, jobs show, a report) print one indented JSON object.
+
+LIST_FORMATS = ("json", "nl", "csv", "table")
+LIST_FORMAT_HELP = {"json": "One JSON array of objects.", "nl": "JSON lines: one object per line.",
+                    "csv": "CSV with a header row.", "table": "Aligned columns with a header."}
+
+
+def list_format_options(command):
+    """``--json``, ``--nl``, ``--csv`` and ``--table`` (one at most) as the ``fmt`` argument."""
+    for name in reversed(LIST_FORMATS):
+        command = click.option(f"--{name}", "fmt", flag_value=name, default=None,
+                               help=LIST_FORMAT_HELP[name])(command)
+    return command
+
+
+def _cell(value):
+    if value is None:
+        return ""
+    return json.dumps(value, sort_keys=True, default=str) if isinstance(value, (dict, list, tuple)) else str(value)
+
+
+def emit_list(items, fmt, columns, plain):
+    """Print ``items`` (dicts with ``columns``) in ``fmt`` (None: ``plain(item)`` per line)."""
+    if fmt is None:
+        for item in items:
+            click.echo(plain(item))
+    elif fmt == "nl":
+        for item in items:
+            click.echo(json.dumps(item, sort_keys=True, default=str))
+    elif fmt == "json":
+        first = True
+        for item in items:
+            click.echo(("[\n  " if first else ",\n  ") + json.dumps(item, sort_keys=True, default=str), nl=False)
+            first = False
+        click.echo("[]" if first else "\n]")
+    elif fmt == "csv":
+        import csv
+
+        line = io.StringIO()
+        writer = csv.writer(line, lineterminator="")
+        for row in itertools.chain([columns], ([_cell(item.get(c)) for c in columns] for item in items)):
+            line.seek(0)
+            line.truncate()
+            writer.writerow(row)
+            click.echo(line.getvalue())
+    else:
+        rows = [[_cell(item.get(c)) for c in columns] for item in items]
+        widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
+        for row in [list(columns), ["-" * w for w in widths]] + rows:
+            click.echo("  ".join(value.ljust(w) for value, w in zip(row, widths)).rstrip())

@@ -1,6 +1,6 @@
 """``socorro-store crash …`` (one crash) and ``crashes list`` (a time range of crashes)."""
 
-import json
+import itertools
 import sys
 from datetime import timedelta
 
@@ -9,7 +9,7 @@ import click
 from ..errors import InvalidArgument, InvalidCrashID
 from ..schema.crash_ids import parse_crash_id
 from ..schema.timeparse import parse_timestamp
-from .common import echo_json, open_existing_store
+from .common import echo_json, emit_list, list_format_options, open_existing_store
 
 
 def time_range(day, start, end):
@@ -186,14 +186,17 @@ def crashes_group():
 @range_options
 @click.option("--signature", default=None, help="Only crashes of this signature.")
 @click.option("--limit", type=click.IntRange(0), default=None, help="At most N crashes.")
-@click.option("--json", "as_json", is_flag=True, help="JSON lines with signature and state.")
+@list_format_options
 @click.pass_context
-def list_command(ctx, day, start, end, signature, limit, as_json):
-    """Crash ids submitted in the range, in submission order."""
+def list_command(ctx, day, start, end, signature, limit, fmt):
+    """Crash ids submitted in the range, in submission order; with --json, --nl, --csv or
+    --table also each crash's submitted time, signature and state."""
     start, end = time_range(day, start, end)
     with open_existing_store(ctx) as store:
-        for item in store.list_crashes(start, end, signature, limit, details=as_json):
-            click.echo(json.dumps(item, sort_keys=True) if as_json else item)
+        items = iter(store.list_crashes(start, end, signature, limit, details=fmt is not None))
+        first = next(items, None) if fmt is not None else None  # its keys are the columns
+        columns = sorted(first) if first else ["crash_id"]
+        emit_list(itertools.chain([first] if first is not None else [], items), fmt, columns, str)
 
 
 COMMANDS = [crash_group, crashes_group]

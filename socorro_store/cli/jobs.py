@@ -5,6 +5,8 @@ A job already running elsewhere, or another job holding a shared lease it needs 
 ``indexes``): the command says who holds the lease and exits 2.
 """
 
+import json
+import sys
 from datetime import datetime, timezone
 
 import click
@@ -12,12 +14,13 @@ import click
 from ..jobs import expiry, rollup, scrutiny
 from ..jobs.runs import get_run, list_runs
 from ..schema.timeparse import parse_duration
-from .common import echo_json, open_existing
+from .common import echo_json, emit_list, list_format_options, open_existing
 
 
 def _progress(as_json):
-    """A progress callback drawing one click bar per phase on stderr (None with --json)."""
-    if as_json:
+    """A progress callback drawing one click bar per phase on stderr; none with --json or when
+    stderr is not a terminal (click would print each phase's label there: a stray ``days``)."""
+    if as_json or not sys.stderr.isatty():
         return None, lambda: None
     state = {}
 
@@ -161,19 +164,21 @@ def _when(ms):
 @jobs_group.command("list")
 @click.option("--job", default=None, help="Only runs of this job.")
 @click.option("--limit", default=50, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@list_format_options
 @click.pass_context
-def list_command(ctx, job, limit, as_json):
+def list_command(ctx, job, limit, fmt):
     """Runs, newest first: id, job, status, attempt, phase, start, end, error."""
     with open_existing(ctx) as backend:
         runs = list_runs(backend, job, limit)
-    if as_json:
-        echo_json([run.to_dict() for run in runs])
-        return
-    for run in runs:
-        click.echo(f"{run.run_id}  {run.job:16s} {run.status:9s} attempt {run.attempt}  {run.phase:8s} "
-                   f"{_when(run.started_ms)} -> {_when(run.ended_ms)}  {run.host}:{run.pid}"
-                   + (f"  {run.error}" if run.error else ""))
+    items = [run.to_dict() for run in runs]
+    columns = ["run_id", "job", "status", "attempt", "phase", "started_ms", "ended_ms", "host", "pid", "error"]
+
+    def plain(item):
+        return (f"{item['run_id']}  {item['job']:16s} {item['status']:9s} attempt {item['attempt']}  "
+                f"{item['phase']:8s} {_when(item['started_ms'])} -> {_when(item['ended_ms'])}  "
+                f"{item['host']}:{item['pid']}" + (f"  {item['error']}" if item["error"] else ""))
+
+    emit_list(items, fmt, columns, plain)
 
 
 @jobs_group.command("show")
@@ -192,7 +197,9 @@ def show_command(ctx, run_id, as_json):
             continue
         if key.endswith("_ms"):
             value = _when(value)
-        click.echo(f"{key:13s} {value}")
+        elif isinstance(value, (dict, list)):  # JSON, not a Python repr
+            value = json.dumps(value, sort_keys=True, default=str)
+        click.echo(f"{key:13s} {'-' if value is None or value == '' else value}")
     for line in run.log:
         click.echo(f"log: {line}")
 

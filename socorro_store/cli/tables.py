@@ -11,7 +11,7 @@ import click
 from ..backends import open_backend
 from ..schema import table_admin as admin
 from ..schema.spec_loader import load_specs, parse_codec_map
-from .common import echo_json, open_existing, url_of
+from .common import echo_json, emit_list, list_format_options, open_existing, url_of
 
 #: The environment variable ``--codec-map`` falls back to.
 CODEC_MAP_ENV = "SOCORRO_STORE_CODEC_MAP"
@@ -82,17 +82,16 @@ def create(ctx, spec_dir, codec_map, as_json):
 
 
 @tables.command("list")
-@click.option("--json", "as_json", is_flag=True)
+@list_format_options
 @click.pass_context
-def list_(ctx, as_json):
-    """Print one table name per line."""
+def list_(ctx, fmt):
+    """Print one table name per line (--json: an array of names; --nl, --csv, --table: {name})."""
     with open_existing(ctx) as backend:
         names = backend.list_tables()
-    if as_json:
+    if fmt == "json":  # a list of plain values stays a JSON array of them
         echo_json(names)
     else:
-        for name in names:
-            click.echo(name)
+        emit_list([{"name": name} for name in names], fmt, ["name"], lambda item: item["name"])
 
 
 @tables.command()

@@ -243,7 +243,7 @@ def test_serve_takes_its_own_url_option(tmp_path):
     """``socorro-store serve --url …`` (the issue's form) overrides the global --url."""
     result = _cli("--url", f"embedded://{tmp_path}", "serve", "--url", "hbase://localhost:9090", "--port", "0")
     assert result.returncode == 2 and "hbase://localhost:9090" in result.stderr
-    gateway = subprocess.Popen([sys.executable, "-m", "socorro_store", "serve", "--url", f"embedded://{tmp_path}/own",
+    gateway = subprocess.Popen([sys.executable, "-m", "socorro_store", "serve", "--create", "--url", f"embedded://{tmp_path}/own",
                                 "--port", "0"], stdout=subprocess.PIPE, text=True)
     try:
         assert f"embedded://{tmp_path}/own" in gateway.stdout.readline()

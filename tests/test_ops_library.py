@@ -20,6 +20,7 @@ from socorro_store.errors import (
 )
 from socorro_store.jobs import scrutiny
 from socorro_store.schema import keys as K
+from socorro_store.schema.specs import FamilySpec, TableSpec
 
 RNG = random.Random(14)
 
@@ -214,7 +215,10 @@ def test_open_without_create(tmp_path):
     with pytest.raises(StoreNotFound, match="no store at .*tables create"):
         open_backend(f"embedded://{path}", create=False)
     assert not os.path.exists(path)
-    with open_backend(f"embedded://{path}") as created:
-        assert created.list_tables() == []
+    with open_backend(f"embedded://{path}") as opened:  # opening creates nothing ...
+        assert opened.list_tables() == []
+    assert not os.path.exists(path)
+    with open_backend(f"embedded://{path}") as creating:  # ... creating a table makes the store
+        creating.create_table(TableSpec("t", (FamilySpec("f"),)))
     with open_backend(f"embedded://{path}", create=False) as existing:
-        assert existing.list_tables() == []
+        assert existing.list_tables() == ["t"]

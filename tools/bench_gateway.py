@@ -28,7 +28,7 @@ _SERVING = re.compile(r"serving \S+ on 127\.0\.0\.1:(\d+) ")
 
 def start_gateway(directory, transport, protocol):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "socorro_store", "--url", f"embedded://{directory}", "serve", "--port", "0",
+        [sys.executable, "-m", "socorro_store", "--url", f"embedded://{directory}", "serve", "--create", "--port", "0",
          "--transport", transport, "--protocol", protocol],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     line = proc.stdout.readline()

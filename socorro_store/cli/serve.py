@@ -39,10 +39,12 @@ def serve(ctx, host, port, transport, protocol, allow_remote, max_frame_mb, idle
     """
     from ..gateway import serve as run_gateway  # thriftpy2 only when serving
     from ..gateway.access_log import AccessLog
+    from ..gateway.server import check_listen_address
 
     url = parse_url(url_of(ctx, local_url))
     if url.scheme != "embedded":
         raise ConfigError(f"serve needs an embedded:// store URL, not {url.text!r}")
+    check_listen_address(host, allow_remote)  # bad usage (exit 2) before a missing store (exit 1)
     if create:
         with open_backend(url.text) as backend:
             admin.create_tables(backend)

@@ -169,6 +169,13 @@ class _ClientSocket:
         self.sock.close()
 
 
+def check_listen_address(host, allow_remote):
+    """Refuse a non-loopback ``host`` unless ``allow_remote``: Thrift1 has no authentication."""
+    if not allow_remote and not is_loopback(host):
+        raise InvalidArgument(f"refusing to listen on non-loopback address {host!r}: the Thrift "
+                              "protocol has no authentication (pass allow_remote / --allow-remote)")
+
+
 class GatewayServer:
     """A listening Thrift1 server over ``engine``.  Construct, then :meth:`serve_forever`.
 
@@ -193,9 +200,7 @@ class GatewayServer:
                 raise InvalidArgument(f"{label} must be positive, not {value!r}")
         if not isinstance(max_queued, int) or max_queued < 0:
             raise InvalidArgument(f"max_queued must be >= 0, not {max_queued!r}")
-        if not allow_remote and not is_loopback(host):
-            raise InvalidArgument(f"refusing to listen on non-loopback address {host!r}: the Thrift "
-                                  "protocol has no authentication (pass allow_remote / --allow-remote)")
+        check_listen_address(host, allow_remote)
         self.engine = engine
         self.host, self.transport, self.protocol = host, transport, protocol
         self.max_frame_bytes, self.idle_timeout_s = int(max_frame_bytes), float(idle_timeout_s)

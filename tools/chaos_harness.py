@@ -99,15 +99,17 @@ def expected_counters(present):
     return {r: dict(c) for r, c in metrics.items()}, {r: dict(c) for r, c in sigs.items()}
 
 
-def live_counters(backend):
-    """``(metrics, signatures)`` as stored: every non-zero counter (the queue row excluded)."""
+def live_counters(backend, dimensioned=False):
+    """``(metrics, signatures)`` as stored: every non-zero plain counter (the queue row excluded);
+    the dimensioned ones (``…|key``, tested in tests/test_dimensions.py) too when asked."""
     out = []
     for table in (K.METRICS, K.SIGNATURES):
         found = {}
         for row, cells in backend.scan(table, columns=[b"counters"]):
             if row == K.QUEUE_ROW:
                 continue
-            values = {c: K.decode_counter(v) for c, v in cells.items() if K.decode_counter(v)}
+            values = {c: K.decode_counter(v) for c, v in cells.items()
+                      if K.decode_counter(v) and (dimensioned or b"|" not in c)}
             if values:
                 found[row] = values
         out.append(found)

@@ -43,6 +43,21 @@ This library has no downstream feeder: ``deletes_processed_*`` move only through
 ``counters:hourly_yyyy-mm-ddThh``, ``daily_yyyy-mm-dd``, ``monthly_yyyy-mm``, ``yearly_yyyy``:
 crashes of that signature submitted in the interval.
 
+Dimensioned counters (:mod:`socorro_store.schema.dimension_keys`): every ``submitted_crash_reports``
+increment also goes to ``…|p=<product>`` and ``…|pv=<product>:<version>`` (the raw crash's
+``ProductName``/``Version``), and every signature increment of a crash's first processing to the
+``…|p=``, ``|pv=``, ``|os=``, ``|po=`` and ``|pvo=`` columns of the same intervals (the processed
+crash's ``product``/``version``/``os_name``; the next ``rollup`` applies the raw crash's value where
+the processed crash has none, and moves a reprocessed crash's dimensioned counts).
+
+Cardinality (:class:`Dimensions`): a value gets its own columns only once admitted in a registry
+row of ``crash_report_signatures_seen`` (``~dimensions/product``, ``~dimensions/os``,
+``~dimensions/version/<product>``).  The first :data:`DIMENSION_CAPS` values of each registry
+(100 products, 200 versions per product, 50 OS names) are admitted, for good; every later value
+counts under ``##other##``.  A crash with the field missing counts under ``##unknown##``.  Two
+processes admitting at the same moment may overshoot a cap by one value each; the bound stays.
+So 10,000 distinct versions of one product make at most 201 version columns per interval.
+
 First-seen detection (unique_crash_signatures): :func:`first_seen` keeps a marker per (interval,
 signature) in ``crash_report_signatures_seen`` and appends to the missing ones, one append per
 interval row; the one append that gets back only its own byte counts the pair.  Every (signature,
@@ -53,7 +68,7 @@ import collections
 import logging
 import threading
 
-from ..backends import Increment
+from ..backends import Increment, RowMutation
 from ..checks import is_int
 from ..errors import BackendError, BackendUnavailable, InvalidArgument
 from ..schema.keys import (
@@ -72,6 +87,8 @@ from ..schema.keys import (
     signature_row,
     validate_process_type,
 )
+from ..schema import dimension_keys as DK
+from ..schema.crash_facts import stored_dimensions
 from ..schema.stored import validate_metrics_row_name
 
 log = logging.getLogger(__name__)
@@ -120,14 +137,27 @@ def queue_increments(**deltas):
     return out
 
 
-def submit_increments(submitted, legacy_processing, process_type):
-    """The metrics and queue counters of one saved raw crash."""
+def crash_dimensions(cells, processed=True):
+    """``{"product", "version", "os"}`` of a crash's flags cells, normalized (not yet capped)."""
+    return {k: DK.normalize(v) for k, v in stored_dimensions(cells, processed).items()}
+
+
+def submit_increments(submitted, legacy_processing, process_type, cells=None):
+    """The metrics and queue counters of one saved raw crash.
+
+    ``cells`` (the crash row's puts): with them, ``submitted_crash_reports`` is also counted per
+    product and product+version (``flags:product``/``flags:version``)."""
     names = [SUBMITTED]
     if legacy_processing is not None:
         names.append(throttle_counter(legacy_processing))
     if process_type and process_type != "default":
         names.append(oop_counter(process_type))
     out = metric_increments(submitted, names)
+    if cells is not None:
+        dims = crash_dimensions(cells, processed=False)
+        plain = counter_column(SUBMITTED)
+        out += [Increment(METRICS, row, DK.with_key(plain, key), 1)
+                for row in metrics_rows(submitted).values() for key in DK.keys_of(dims, DK.METRICS_DIMENSIONS)]
     out += queue_increments(inserts_unprocessed=1,
                             inserts_unprocessed_legacy=1 if legacy_processing == 0 else 0)
     return out
@@ -137,11 +167,15 @@ def hang_pair_increments(submitted):
     return metric_increments(submitted, [HANG_PAIRS])
 
 
-def signature_increments(signature, submitted, amount=1):
-    """The four interval counters of ``signature`` for a crash submitted at ``submitted``."""
+def signature_increments(signature, submitted, amount=1, cells=None):
+    """The four interval counters of ``signature`` for a crash submitted at ``submitted``; with
+    ``cells`` (the processed crash's puts) also the dimensioned ones of each interval."""
     row = signature_row(signature)
-    return [Increment(SIGNATURES, row, column, amount)
-            for column in signature_counter_columns(submitted).values()]
+    columns = list(signature_counter_columns(submitted).values())
+    if cells is not None:
+        keys = DK.keys_of(crash_dimensions(cells), DK.SIGNATURE_DIMENSIONS)
+        columns += [DK.with_key(column, key) for column in columns for key in keys]
+    return [Increment(SIGNATURES, row, column, amount) for column in columns]
 
 
 def processed_consumed_increments(queue, count):
@@ -202,6 +236,76 @@ def first_seen(backend, pairs, known=None):
             for column in marks if result.get(column) == FIRST_MARK]
 
 
+DIMENSION_CAPS = {"product": 100, "version": 200, "os": 50}
+
+
+class Dimensions:
+    """Maps a crash's dimension values to the ones counted: admitted values as they are, the
+    rest to ``##other##`` (the cardinality cap; see the module docstring).  Thread-safe.
+
+    Admission is for good (a registry row never loses a value), so once a value is admitted or
+    its registry full, the answer never changes: both are cached, and only a value not yet
+    decided costs a read (and a put when admitted).
+    """
+
+    def __init__(self, caps=None):
+        self.caps = dict(DIMENSION_CAPS if caps is None else caps)
+        self._admitted, self._full, self._keys = set(), set(), {}
+        self._lock = threading.Lock()
+
+    def value(self, backend, field, value, product=None):
+        if value in (DK.UNKNOWN, DK.OTHER):
+            return value
+        row, column = DK.registry_row(field, product), DK.registry_column(value)
+        with self._lock:
+            if (row, column) in self._admitted:
+                return value
+            if row in self._full:
+                return DK.OTHER
+            cells = backend.get_row(SIGNATURES_SEEN, row, columns=[b"seen"])
+            if column not in cells:
+                if len(cells) >= self.caps[field]:
+                    self._full.add(row)
+                    return DK.OTHER
+                backend.mutate_rows(SIGNATURES_SEEN, [RowMutation(row, {column: b"1"})])
+            self._admitted.add((row, column))
+            return value
+
+    def resolve(self, backend, dims):
+        """``dims`` ({"product", "version", "os"}, normalized) with the cap applied."""
+        out = dict(dims)
+        if out.get("product") is not None:
+            out["product"] = self.value(backend, "product", out["product"])
+        if out.get("version") is not None:
+            product = out.get("product")
+            out["version"] = (DK.OTHER if product in (None, DK.OTHER)
+                              else self.value(backend, "version", out["version"], product))
+        if out.get("os") is not None:
+            out["os"] = self.value(backend, "os", out["os"])
+        return out
+
+    def resolve_key(self, backend, key):
+        """A dimension key with the cap applied (cached per key)."""
+        found = self._keys.get(key)
+        if found is None:
+            kind, fields = DK.parse_dimension_key(key)
+            found = DK.dimension_key(kind, **self.resolve(backend, fields))
+            if len(self._keys) > 100000:  # bounded: keys over the cap are unbounded in number
+                self._keys.clear()
+            self._keys[key] = found
+        return found
+
+    def rewrite(self, backend, increments):
+        """``increments`` with every dimensioned column's key capped."""
+        out = []
+        for inc in increments:
+            plain, key = DK.split_column(inc.column)
+            if key is not None:
+                inc = Increment(inc.table, inc.row, DK.with_key(plain, self.resolve_key(backend, key)), inc.amount)
+            out.append(inc)
+        return out
+
+
 class SeenMarkers:
     """The first-seen markers (``(interval row, column)``) this process knows are stored: the
     latest ``capacity`` of them, so a processor counting a popular signature again in the same
@@ -248,15 +352,38 @@ def read_counters(backend, table, row):
     return out
 
 
-def get_metrics(backend, row):
+def get_metrics(backend, row, product=None, version=None):
     """``{counter: int}`` of any metrics row: ours (time levels, crash_report_queues) or Socorro's
-    (``crash_report_queue``); the name is checked to be a sane row name, not a format."""
+    (``crash_report_queue``); the name is checked to be a sane row name, not a format.
+
+    The plain counters; with ``product`` (and ``version``) those counted for that product (and
+    version) instead (``submitted_crash_reports``), named without their dimension key.  A value
+    over the cardinality cap is read as ``##other##``'s counts only when asked for by that name.
+    """
     row = validate_metrics_row_name(row)
-    return read_counters(backend, METRICS, row)
+    key = DK.filter_key(product, version) if product is not None or version is not None else None
+    suffix = None if key is None else "|" + key.decode("ascii")
+    out = {}
+    for name, n in read_counters(backend, METRICS, row).items():
+        base, sep, rest = name.partition("|")
+        if suffix is None and not sep:
+            out[name] = n
+        elif suffix is not None and sep and "|" + rest == suffix:
+            out[base] = n
+    return out
 
 
-def get_signature_counters(backend, signature):
-    return read_counters(backend, SIGNATURES, signature_row(signature))
+def get_signature_counters(backend, signature, product=None, version=None, os=None):
+    """``{column name: int}`` of a signature's plain counters, or with a filter (product,
+    version, os) those of that dimension, named without their key (``daily_2016-09-18``)."""
+    key = DK.filter_key(product, version, os)
+    suffix = None if key is None else key.decode("ascii")
+    out = {}
+    for name, n in read_counters(backend, SIGNATURES, signature_row(signature)).items():
+        base, sep, rest = name.partition("|")
+        if (suffix is None and not sep) or (suffix is not None and sep and rest == suffix):
+            out[base] = n
+    return out
 
 
 def queue_sizes(backend):
@@ -353,6 +480,7 @@ class LiveCounters:
         self.failures = collections.Counter()
         self._failures_lock = threading.Lock()
         self.seen_markers = SeenMarkers()
+        self.dimensions = Dimensions()
 
     def send(self, increments, detect=None):
         """Send ``increments`` plus those ``detect()`` returns, in one call."""
@@ -363,6 +491,7 @@ class LiveCounters:
                 self._tally("detections", 1)
                 log.warning("pair / first-seen detection failed (the next rollup repairs it): %s", exc)
         try:
+            increments = self.dimensions.rewrite(self.backend, increments)
             (self.buffer or self.backend).increment_many(coalesce(increments))
         except (BackendUnavailable, BackendError) as exc:
             self._tally("increments", len(increments))

@@ -27,7 +27,7 @@ from ..backends.base import MAX_CELL_BYTES
 from ..checks import is_int
 from ..errors import BackendError, BackendUnavailable, CrashIDNotFound, InvalidArgument
 from ..schema import keys as K
-from ..schema.crash_facts import process_type_of
+from ..schema.crash_facts import process_type_of, processed_dimension_cells, raw_dimension_cells
 from ..schema.queue_keys import COL_DEAD, COL_DEAD_LETTER, claim_cell, dead_letter_key
 from ..schema.stored import parse_stored_time_index_key, stored_time, time_index_key_forms
 from . import counters
@@ -139,6 +139,7 @@ def prepare_raw(raw_crash, dumps, crash_id, max_cell_bytes=MAX_CELL_BYTES):
         K.COL_META: _to_json(dict(raw_crash), f"raw crash {crash_id}"),
         K.COL_SUBMITTED: K.format_timestamp(submitted),
         K.COL_PROCESS_TYPE: process_type.encode("ascii"),
+        **raw_dimension_cells(raw_crash),  # product/version: counted per dimension
     }
     if legacy is not None:
         puts[K.COL_LEGACY] = str(legacy).encode("ascii")
@@ -178,6 +179,7 @@ def prepare_processed(processed_crash, max_cell_bytes=MAX_CELL_BYTES):
         _check_cell(row, column, value, max_cell_bytes)
     error = raw_signature is None or processed_crash.get("success") is False
     puts[K.COL_PROCESSING_ERROR] = b"1" if error else b"0"
+    puts.update(processed_dimension_cells(processed_crash))  # product/version/os_name
     return ProcessedCrash(crash_id, name, error, puts)
 
 
@@ -204,7 +206,7 @@ def write_raw(backend, crashes, live_counters):
     backend.mutate_tables(index)  # every pointer is stored before any crash row
     increments = []
     for crash in crashes:
-        increments += counters.submit_increments(crash.submitted, crash.legacy, crash.process_type)
+        increments += counters.submit_increments(crash.submitted, crash.legacy, crash.process_type, crash.puts)
     try:
         backend.mutate_rows(K.CRASH_REPORTS, [crash.row_mutation() for crash in crashes])
     except (BackendUnavailable, BackendError):

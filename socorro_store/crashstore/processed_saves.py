@@ -104,7 +104,7 @@ class Plan:
         if not state["processed"]:
             first = counters.queue_increments(deletes_unprocessed=1, deletes_unprocessed_legacy=int(legacy),
                                               inserts_processed_legacy=int(legacy))
-            first += counters.signature_increments(crash.signature, submitted)
+            first += counters.signature_increments(crash.signature, submitted, cells=crash.puts)
             if crash.error:
                 first += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS])
             fresh = [(crash.signature, submitted)]

@@ -20,7 +20,9 @@ their year row, and ``yearly_`` columns their own year row (the metrics year row
 totals).  Unmarked detail stays until a roll-up has covered it.  When ``daily_`` (``monthly_``)
 columns of a month (year) are deleted, the metrics row of that month (year) gets
 ``timestamps:expired_signature_days`` (``…_months``) so a later roll-up of it recounts from the
-crash rows instead of summing columns that are gone.  The first-seen markers of an interval
+crash rows instead of summing columns that are gone.  Dimensioned signature columns
+(``daily_…|p=Firefox``) expire with their plain column; the cardinality registry rows
+(``~dimensions/…`` in ``crash_report_signatures_seen``) are kept.  The first-seen markers of an interval
 (``crash_report_signatures_seen``) go with its signature columns.
 """
 
@@ -31,6 +33,7 @@ from ..backends.base import RowMutation
 from ..checks import is_int
 from ..errors import InvalidArgument
 from ..crashstore.claims import decode_claims, lease_of
+from ..schema import dimension_keys as DK
 from ..schema import keys as K
 from ..schema.queue_keys import CLAIMS_PREFIX, parse_claim_row_key
 from . import runs
@@ -140,8 +143,8 @@ def expire(backend, retention=None, now=None, heartbeat=None):
     for row, cells in backend.scan(K.SIGNATURES, columns=[K.FAMILY_COUNTERS], page_size=1000):
         columns = []
         for column in cells:
-            try:
-                level, start = K.parse_signature_counter_column(column)
+            try:  # plain and dimensioned (``…|key``) columns expire alike
+                level, start, _key = DK.parse_signature_column(column)
             except InvalidArgument:
                 continue
             limit, coarse_level = limits[level]

@@ -26,6 +26,7 @@ from datetime import timedelta
 from ..crashstore import counters
 from ..errors import InvalidArgument
 from ..schema import keys as K
+from ..schema import dimension_keys as DK
 from ..schema.crash_facts import stored_process_type, stored_processing_error
 from ..schema.stored import (
     parse_stored_time_index_key,
@@ -46,8 +47,12 @@ class Tally:
     of an expired month or year uses that level, so it holds one number per signature).
     """
 
-    def __init__(self, signature_level="hour"):
+    def __init__(self, signature_level="hour", dimensions=None, backend=None):
         self.signature_level = signature_level
+        # dimension values capped as the live counters cap them (the same registry)
+        self.dimensions = dimensions if dimensions is not None else counters.Dimensions()
+        self.backend = backend
+        self.dim_signatures = collections.defaultdict(collections.Counter)  # sig row -> {(interval, key): n}
         self.minutes = collections.defaultdict(collections.Counter)     # minute row -> {name: n}
         self.signatures = collections.defaultdict(collections.Counter)  # sig row -> {interval row: n}
         self.unique = collections.defaultdict(set)                      # hour/day row -> {sig row}
@@ -69,10 +74,11 @@ class Tally:
             self.unaccounted.add(minute_row)
 
 
-def count_day(backend, start, end, on_page=None, signature_level="hour", page_size=PAGE):
+def count_day(backend, start, end, on_page=None, signature_level="hour", page_size=PAGE, dimensions=None):
     """Recount the crashes submitted in ``[start, end)``, a range within one UTC day, reading
-    ``page_size`` pointers (and their crash rows) at a time."""
-    tally = Tally(signature_level)
+    ``page_size`` pointers (and their crash rows) at a time.  ``dimensions``: the run's
+    :class:`~socorro_store.crashstore.counters.Dimensions` (its cache is shared by the days)."""
+    tally = Tally(signature_level, dimensions, backend)
     for salt_char in K.SALTS:
         low, high = K.time_index_range(salt_char, start, end)
         page = []
@@ -156,6 +162,8 @@ def _count_crash(tally, crash_id, submitted, cells):
         signature = cells.get(K.COL_SIGNATURE, K.NULL_SIGNATURE.encode()).decode("utf-8", "surrogatepass")
         if signature == K.NULL_SIGNATURE or stored_processing_error(cells):
             names.append(counters.PROCESSING_ERRORS)
+    submitted_dims = tally.dimensions.resolve(tally.backend, counters.crash_dimensions(cells, processed=False))
+    names += [f"{counters.SUBMITTED}|{key.decode('ascii')}" for key in DK.keys_of(submitted_dims, DK.METRICS_DIMENSIONS)]
     tally.minutes[rows["minute"]].update(names)
     tally.crashes += 1
     if K.crash_date(crash_id) == submitted.date():
@@ -163,6 +171,9 @@ def _count_crash(tally, crash_id, submitted, cells):
     if signature is not None:
         sig_row = K.signature_row(signature)
         tally.signatures[sig_row][rows[tally.signature_level]] += 1
+        dims = tally.dimensions.resolve(tally.backend, counters.crash_dimensions(cells))
+        for key in DK.keys_of(dims, DK.SIGNATURE_DIMENSIONS):
+            tally.dim_signatures[sig_row][(rows[tally.signature_level], key)] += 1
         tally.unique[rows["hour"]].add(sig_row)
         tally.unique[rows["day"]].add(sig_row)
 

@@ -63,6 +63,7 @@ from ..backends.base import RowMutation
 from ..checks import is_int, is_number
 from ..crashstore import counters
 from ..errors import InvalidArgument
+from ..schema import dimension_keys as DK
 from ..schema import keys as K
 from . import data_days, recount, runs
 
@@ -75,12 +76,26 @@ COL_SIG_DAYS_EXPIRED = b"timestamps:expired_signature_days"
 COL_SIG_MONTHS_EXPIRED = b"timestamps:expired_signature_months"
 _SCAN_DAYS = 31  # days whose signature columns one scan of crash_report_signatures finds
 _SIG_PAGE = 200  # signature rows per page of a month's (year's) roll-up
+#: metrics row and cell where ``expire-crashes`` records the date before which crash rows are gone
+RETENTION_ROW = b"crash_retention"
+COL_EXPIRED_BEFORE = b"timestamps:crashes_expired_before"
 UTC = timezone.utc
 EPOCH = date(2000, 1, 1)  # crash ids hold YYMMDD of 20YY: no crash (or its counters) is older
 
 
+def crashes_expired_before(backend):
+    """The day (UTC datetime) before which ``expire-crashes`` deleted the crash rows, or None.
+
+    Intervals before it are frozen: their counters count crashes that are gone, so the roll-up
+    never recomputes them (it would take the expired crashes out)."""
+    value = backend.get_row(K.METRICS, RETENTION_ROW, columns=[COL_EXPIRED_BEFORE]).get(COL_EXPIRED_BEFORE)
+    return K.parse_timestamp(value.decode("ascii")) if value else None
+
+
 def is_derived(name):
-    """True for the metrics counters the roll-up recomputes from the crash rows."""
+    """True for the metrics counters the roll-up recomputes from the crash rows (with their
+    dimensioned forms ``name|key``)."""
+    name = name.split("|", 1)[0]
     return (name in (counters.SUBMITTED, counters.HANG_PAIRS, counters.PROCESSING_ERRORS,
                      counters.UNIQUE_SIGNATURES)
             or name.startswith("submitted_crash_reports_legacy_throttle_")
@@ -116,6 +131,7 @@ class Corrector:
 
     def __init__(self, backend, report):
         self.backend, self.report = backend, report
+        self.dimensions = counters.Dimensions()  # the run's cap decisions (cached)
         self.mutations = {K.METRICS: {}, K.SIGNATURES: {}}
 
     def _mutation(self, table, row):
@@ -136,6 +152,13 @@ class Corrector:
 
     def _drift(self, kind, row, column, live, exact):
         drift = self.report["drift"]
+        if DK.SEPARATOR in column:
+            # tallied apart, without examples: a processed crash with no product/version moves
+            # its dimensioned counts to the raw crash's values here, which is expected, not drift
+            # worth an example
+            kind += "_dimensions"
+            drift[kind] = drift.get(kind, 0) + 1
+            return
         drift[kind] = drift.get(kind, 0) + 1
         if len(self.report["drift_examples"]) < 20:
             self.report["drift_examples"].append(
@@ -173,7 +196,7 @@ def digest(cells):
 
 
 def _named(counts):
-    return {K.counter_column(name): n for name, n in counts.items() if n}
+    return {DK.metrics_name_column(name): n for name, n in counts.items() if n}
 
 
 def _minutes_of(start, end):
@@ -219,7 +242,7 @@ def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None, signature_r
     end = min(day + timedelta(days=1), cutoff)
     if end <= day:
         return
-    tally = recount.count_day(backend, day, end, on_page, page_size=page_size)
+    tally = recount.count_day(backend, day, end, on_page, page_size=page_size, dimensions=corrector.dimensions)
     corrector.report["crashes_read"] += tally.crashes
     kept = recount.kept_rows(tally, day, end)
     _report_kept(corrector.report, tally, kept)
@@ -269,13 +292,22 @@ def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None, signature_r
                 exact_sigs[sig_row][column] = n
             if day_closed and day_column in columns:
                 exact_sigs[sig_row][day_column] = exact_sigs[sig_row].get(day_column, 0) + n
+    for sig_row, per_key in tally.dim_signatures.items():  # the same per dimension key
+        for (hour_row, key), n in per_key.items():
+            column = K.signature_counter_column("hour", hour_row)
+            if column in columns:
+                exact_sigs[sig_row][DK.with_key(column, key)] = n
+            if day_closed and day_column in columns:
+                dim_day = DK.with_key(day_column, key)
+                exact_sigs[sig_row][dim_day] = exact_sigs[sig_row].get(dim_day, 0) + n
     if wanted:
         if signature_rows is None:
             signature_rows = signature_rows_by_day(backend, [day], cutoff)[day]
         rows = sorted(set(signature_rows) | set(exact_sigs))
         live = {}
-        for i in range(0, len(rows), 1000):
-            live.update(backend.get_rows(K.SIGNATURES, rows[i:i + 1000], columns=wanted))
+        for i in range(0, len(rows), 1000):  # the whole family: dimensioned columns are open-ended
+            for row, cells in backend.get_rows(K.SIGNATURES, rows[i:i + 1000], columns=[K.FAMILY_COUNTERS]).items():
+                live[row] = {c: v for c, v in cells.items() if DK.split_column(c)[0] in columns}
         _fix_signatures(corrector, {row: _decode_cells(cells) for row, cells in live.items()}, exact_sigs)
 
 
@@ -325,10 +357,14 @@ def rollup_coarse(backend, level, start, corrector, stamp):
     expired_flag = COL_SIG_DAYS_EXPIRED if level == "month" else COL_SIG_MONTHS_EXPIRED
     exact_sigs = collections.defaultdict(dict)
     expired = expired_flag in live.get(row, {})
+    frozen = crashes_expired_before(backend)
+    if expired and frozen is not None and start < frozen:
+        return  # its detail and its crash rows are both gone: its counters stay as they are
     if expired:  # day by day, holding one number per signature
         day, end = start, K.interval_end(level, start)
         while day < end:
-            tally = recount.count_day(backend, day, day + timedelta(days=1), signature_level=level)
+            tally = recount.count_day(backend, day, day + timedelta(days=1), signature_level=level,
+                                      dimensions=corrector.dimensions)
             corrector.report["crashes_read"] += tally.crashes
             if tally.unaccounted or tally.whole_day_unaccounted:
                 _report_kept(corrector.report, tally, {row})
@@ -336,19 +372,29 @@ def rollup_coarse(backend, level, start, corrector, stamp):
             for sig_row, per_level in tally.signatures.items():
                 exact_sigs[sig_row][coarse_column] = exact_sigs[sig_row].get(coarse_column, 0) + \
                     sum(per_level.values())
+            for sig_row, per_key in tally.dim_signatures.items():
+                for (_interval, key), n in per_key.items():
+                    column = DK.with_key(coarse_column, key)
+                    exact_sigs[sig_row][column] = exact_sigs[sig_row].get(column, 0) + n
             day += timedelta(days=1)
     # one scan reads the finer columns and the live coarse one; each page is fixed and written as
     # it goes, so what is held is a page of signature rows, not every signature's columns
     unique = 0
-    for n, (sig_row, cells) in enumerate(backend.scan(
-            K.SIGNATURES, columns=([] if expired else fine_columns) + [coarse_column], page_size=_SIG_PAGE)):
-        values = _decode_cells(cells)
-        live_coarse = {coarse_column: values[coarse_column]} if coarse_column in values else {}
+    fine = set(fine_columns)
+    # the whole counters family: the dimensioned columns (``…|key``) are open-ended
+    for n, (sig_row, cells) in enumerate(backend.scan(K.SIGNATURES, columns=[K.FAMILY_COUNTERS],
+                                                      page_size=_SIG_PAGE)):
+        live_coarse, sums = {}, collections.Counter()
+        for column, value in _decode_cells(cells).items():
+            plain, key = DK.split_column(column)
+            if plain == coarse_column:
+                live_coarse[column] = value
+            elif plain in fine and not expired:
+                sums[DK.with_key(coarse_column, key)] += value
         if expired:
             exact = exact_sigs.pop(sig_row, {})
         else:
-            count = sum(v for c, v in values.items() if c != coarse_column)
-            exact = {coarse_column: count} if count else {}
+            exact = {c: v for c, v in sums.items() if v}
         corrector.fix(K.SIGNATURES, sig_row, exact, live_coarse, kind="signatures")
         unique += bool(exact.get(coarse_column))
         if n % _SIG_PAGE == _SIG_PAGE - 1:
@@ -388,6 +434,9 @@ def plan(backend, cutoff, since=None, lookback_days=DEFAULT_LOOKBACK_DAYS):
         previous = _previous_cutoff(backend)
         start = max(first, _day(previous) - timedelta(days=lookback_days)) if previous else first
     held = [d for d in held if d < cutoff]
+    frozen = crashes_expired_before(backend)
+    if frozen is not None:  # crash rows expired: recounting would take those crashes out
+        held = [d for d in held if d >= frozen]
     days = []
     older = [d for d in held if d < start]
     if older:  # older days whose counters changed since they were rolled up

@@ -57,3 +57,58 @@ def stored_processing_error(cells):
         except (TypeError, ValueError):
             return False
     return None
+
+
+# -- dimensions: product, version, OS (small flags cells, so counts skip the JSON documents) ----
+
+COL_PRODUCT = b"flags:product"            # the raw crash's ProductName
+COL_VERSION = b"flags:version"            # the raw crash's Version
+COL_P_PRODUCT = b"flags:processed_product"  # the processed crash's product, when it has one
+COL_P_VERSION = b"flags:processed_version"  # the processed crash's version, when it has one
+COL_OS_NAME = b"flags:os_name"            # the processed crash's os_name, when it has one
+
+
+def _text(value):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    if isinstance(value, str) and value.strip():
+        return value.strip()[:64].encode("utf-8", "surrogatepass")
+    return None
+
+
+def raw_dimension_cells(raw_crash):
+    """``flags:product`` / ``flags:version`` of a raw crash (its ``ProductName``/``Version``)."""
+    out = {}
+    for column, name in ((COL_PRODUCT, "ProductName"), (COL_VERSION, "Version")):
+        value = _text(raw_crash.get(name))
+        if value is not None:
+            out[column] = value
+    return out
+
+
+def processed_dimension_cells(processed_crash):
+    """The processed crash's ``product``, ``version`` and ``os_name``, those it has."""
+    out = {}
+    for column, name in ((COL_P_PRODUCT, "product"), (COL_P_VERSION, "version"), (COL_OS_NAME, "os_name")):
+        value = _text(processed_crash.get(name))
+        if value is not None:
+            out[column] = value
+    return out
+
+
+def stored_dimensions(cells, processed=True):
+    """``{"product", "version", "os"}`` of a crash row's flags (None where unknown).
+
+    Processed counts take the processed crash's value and fall back to the raw crash's
+    (``os_name`` has no raw fallback); submitted counts (``processed=False``) take the raw's.
+    Rows written before these cells existed (Socorro's) have none: their crashes count as
+    unknown (``##unknown##``) in the dimensioned counters, and fully in the plain ones.
+    """
+    def get(column):
+        value = cells.get(column)
+        return value.decode("utf-8", "replace") if value else None
+
+    if not processed:
+        return {"product": get(COL_PRODUCT), "version": get(COL_VERSION), "os": None}
+    return {"product": get(COL_P_PRODUCT) or get(COL_PRODUCT),
+            "version": get(COL_P_VERSION) or get(COL_VERSION), "os": get(COL_OS_NAME)}

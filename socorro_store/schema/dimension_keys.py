@@ -1,0 +1,138 @@
+"""Key layouts of the dimensioned counters (product, product+version, OS), with their inverses.
+
+A dimensioned counter is a plain counter column with a suffix ``|<key>``::
+
+    metrics               counters:submitted_crash_reports|p=Firefox
+                          counters:submitted_crash_reports|pv=Firefox:120.0
+    crash_report_signatures  counters:daily_2024-01-05|p=Firefox      (and hourly_/monthly_/yearly_)
+                             counters:daily_2024-01-05|pv=Firefox:120.0
+                             counters:daily_2024-01-05|os=Windows%20NT
+                             counters:daily_2024-01-05|po=Firefox:Windows%20NT
+                             counters:daily_2024-01-05|pvo=Firefox:120.0:Windows%20NT
+
+Every filter a report accepts (none, product, product+version, OS, product+OS,
+product+version+OS) is one exact column per interval, so a top-crashers report for any filter
+is one column-filtered scan of ``crash_report_signatures``.  Values are percent-quoted (``:``,
+``|``, ``%`` and anything outside ``[A-Za-z0-9._+#-]`` escaped), so a key splits unambiguously.
+
+Values: a missing or empty field is :data:`UNKNOWN`; a value is stripped and cut to
+:data:`MAX_VALUE_CHARS` characters; a value over the cardinality cap is :data:`OTHER`
+(:mod:`socorro_store.crashstore.counters`, ``Dimensions``).
+"""
+
+from urllib.parse import quote, unquote
+
+from ..errors import InvalidArgument
+from .keys import FAMILY_COUNTERS, SIGNATURE_LEVELS, counter_column, parse_metrics_row
+
+UNKNOWN = "##unknown##"
+OTHER = "##other##"
+MAX_VALUE_CHARS = 64
+SEPARATOR = b"|"
+SIGNATURE_DIMENSIONS = ("p", "pv", "os", "po", "pvo")
+METRICS_DIMENSIONS = ("p", "pv")
+_FIELDS = {"p": ("product",), "pv": ("product", "version"), "os": ("os",), "po": ("product", "os"),
+           "pvo": ("product", "version", "os")}
+#: rows of ``crash_report_signatures_seen`` holding the admitted values (``seen:<quoted value>``)
+REGISTRY_PREFIX = b"~dimensions/"
+
+
+def normalize(value):
+    """The stored form of a product, version or OS name: stripped, at most 64 characters;
+    ``None``, a non-string or an empty string is :data:`UNKNOWN`."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str):
+        return UNKNOWN
+    value = value.strip()[:MAX_VALUE_CHARS]
+    return value or UNKNOWN
+
+
+def _q(value):
+    return quote(value, safe="._+-#").encode("ascii")
+
+
+def dimension_key(kind, product=None, version=None, os=None):
+    """``b"pv=Firefox:120.0"``: the key of one dimension (``kind`` in ``p pv os po pvo``)."""
+    if kind not in _FIELDS:
+        raise InvalidArgument(f"unknown dimension {kind!r}")
+    values = {"product": product, "version": version, "os": os}
+    return kind.encode("ascii") + b"=" + b":".join(_q(values[f]) for f in _FIELDS[kind])
+
+
+def parse_dimension_key(key):
+    """Inverse of :func:`dimension_key`: ``(kind, {field: value})``."""
+    kind, sep, rest = key.partition(b"=")
+    kind = kind.decode("ascii", "replace")
+    parts = rest.split(b":")
+    if not sep or kind not in _FIELDS or len(parts) != len(_FIELDS[kind]):
+        raise InvalidArgument(f"not a dimension key: {key!r}")
+    return kind, {f: unquote(p.decode("ascii", "replace")) for f, p in zip(_FIELDS[kind], parts)}
+
+
+def filter_key(product=None, version=None, os=None):
+    """The dimension key a report filter reads (None: no filter, the plain columns).
+
+    A version needs its product (versions are per product).  Values are normalized as stored."""
+    if version is not None and product is None:
+        raise InvalidArgument("a version filter needs its product (--product P --version V)")
+    for name, value in (("product", product), ("version", version), ("os", os)):
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise InvalidArgument(f"{name} must be a non-empty string: {value!r}")
+    kind = ("p" if product is not None else "") + ("v" if version is not None else "") + \
+        ("o" if os is not None else "")
+    if not kind:
+        return None
+    kind = {"o": "os"}.get(kind, kind)
+    return dimension_key(kind, *(normalize(v) if v is not None else None for v in (product, version, os)))
+
+
+def keys_of(dims, kinds):
+    """The keys of each dimension in ``kinds`` for one crash's ``dims`` {product, version, os}."""
+    return [dimension_key(kind, dims.get("product"), dims.get("version"), dims.get("os")) for kind in kinds]
+
+
+def with_key(column, key):
+    """A plain counter column with a dimension key: ``counters:…|key`` (``key`` None: as is)."""
+    return column if key is None else column + SEPARATOR + key
+
+
+def split_column(column):
+    """``(plain column, key or None)`` of a counter column."""
+    plain, sep, key = column.partition(SEPARATOR)
+    return plain, (key if sep else None)
+
+
+def metrics_name_column(name):
+    """``counters:<name>`` of a (possibly dimensioned) metrics counter name ``base|key``."""
+    base, sep, key = name.partition("|")
+    column = counter_column(base)
+    return with_key(column, key.encode("ascii")) if sep else column
+
+
+def parse_signature_column(column):
+    """``(level, interval start, key or None)`` of a plain or dimensioned signature column."""
+    plain, key = split_column(column)
+    family, _, qualifier = plain.partition(b":")
+    if family == FAMILY_COUNTERS:
+        for level, prefix in SIGNATURE_LEVELS.items():
+            if qualifier.startswith(prefix.encode("ascii")):
+                found, start = parse_metrics_row(qualifier[len(prefix):])
+                if found == level:
+                    if key is not None:
+                        parse_dimension_key(key)
+                    return level, start, key
+    raise InvalidArgument(f"not a signature counter column: {column!r}")
+
+
+def registry_row(field, product=None):
+    """The registry row of ``product`` names, ``os`` names, or the versions of ``product``."""
+    if field == "version":
+        return REGISTRY_PREFIX + b"version/" + _q(product)
+    if field not in ("product", "os"):
+        raise InvalidArgument(f"unknown dimension field {field!r}")
+    return REGISTRY_PREFIX + field.encode("ascii")
+
+
+def registry_column(value):
+    return b"seen:" + _q(value)

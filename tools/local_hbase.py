@@ -6,8 +6,8 @@
   (``hbase-compression-aircompressor``: LZO, LZ4, Snappy, Zstd without native libraries) and a
   log4j2 binding are resolved with Maven into a cache outside the repository
   (``$SOCORRO_STORE_HBASE_CACHE``, default ``~/.cache/socorro-store/hbase/VERSION``), once.
-  The version is the newest 2.6.x Maven Central lists, a ``-hadoop3`` build first; ``--version``
-  (or ``$SOCORRO_STORE_HBASE_VERSION``) overrides it.
+  The version is the newest 2.6.x Maven Central lists, a ``-hadoop3`` build first (the next one
+  when Maven cannot resolve it); ``--version`` (or ``$SOCORRO_STORE_HBASE_VERSION``) pins one.
 * **Configuration** under DIR: rootdir, WAL and ZooKeeper data on local disk, ZooKeeper and every
   port on loopback (the Thrift and ZooKeeper ports are chosen free, the master's and region
   server's are random), no web UIs, ``COMPRESSION => 'LZO'`` served by aircompressor.
@@ -116,10 +116,10 @@ def _version_key(version):
     return [int(part) for part in re.findall(r"\d+", version.split("-")[0])]
 
 
-def newest_version(series="2.6"):
-    """The newest ``series``.x HBase Maven Central lists, a ``-hadoop3`` build preferred.
+def candidate_versions(series="2.6"):
+    """``series``.x versions Maven Central lists, best first: ``-hadoop3`` builds, then newest.
 
-    Falls back to the newest version already cached, then to :data:`FALLBACK_VERSION`, when the
+    Falls back to the versions already cached, then to :data:`FALLBACK_VERSION`, when the
     repository cannot be read.
     """
     url = f"{MAVEN_REPO}/org/apache/hbase/hbase-thrift/maven-metadata.xml"
@@ -130,16 +130,30 @@ def newest_version(series="2.6"):
         listed = []
     listed = [v for v in listed if v.startswith(series + ".") and "alpha" not in v and "beta" not in v]
     if not listed:
-        cached = [p.name for p in cache_root().glob(series + ".*") if (p / "lib").is_dir()]
+        cached = [p.name for p in cache_root().glob(series + ".*") if (p / "complete").exists()]
         listed = cached or [FALLBACK_VERSION]
-    hadoop3 = [v for v in listed if v.endswith("-hadoop3")]
-    return max(hadoop3 or listed, key=_version_key)
+    return sorted(set(listed), key=lambda v: (v.endswith("-hadoop3"), _version_key(v)), reverse=True)
 
 
 def fetch_jars(version=None, log=print):
-    """The directory holding HBase ``version``'s runtime jars, resolved with Maven on first use."""
+    """The directory holding HBase's runtime jars, resolved with Maven on first use.
+
+    ``version`` (or ``$SOCORRO_STORE_HBASE_VERSION``) pins one; otherwise the candidates are tried
+    best first; a candidate already in the cache is used as it is.
+    """
     require_tools()
-    version = version or os.environ.get("SOCORRO_STORE_HBASE_VERSION") or newest_version()
+    pinned = version or os.environ.get("SOCORRO_STORE_HBASE_VERSION")
+    candidates = [pinned] if pinned else candidate_versions()
+    errors = []
+    for candidate in candidates:
+        try:
+            return _fetch_version(candidate, log)
+        except HBaseUnavailable as exc:
+            errors.append(str(exc))
+    raise HBaseUnavailable("; ".join(errors))
+
+
+def _fetch_version(version, log):
     home = cache_root() / version
     lib = home / "lib"
     if (home / "complete").exists():

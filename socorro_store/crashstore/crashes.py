@@ -29,17 +29,11 @@ from ..errors import BackendError, BackendUnavailable, CrashIDNotFound, InvalidA
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of, processed_dimension_cells, raw_dimension_cells
 from ..schema.queue_keys import COL_DEAD, COL_DEAD_LETTER, claim_cell, dead_letter_key
-from ..schema.stored import parse_stored_time_index_key, stored_time, time_index_key_forms
+from ..schema.stored import stored_time, time_index_key_forms
 from . import counters
+from .listings import crashes_by_signature, crashes_submitted  # noqa: F401 - the listings, re-exported
 from .processed_saves import write_processed  # noqa: F401 - the save path of processed crashes
-from .queue import (
-    lease_of,
-    merged_scan,
-    read_claims,
-    readable_rows,
-    read_dead_letter_cells,
-    with_crash_rows,
-)
+from .queue import lease_of, read_claims, read_dead_letter_cells
 from .states import COL_DEAD_LETTERED, read_states
 
 #: Socorro's default ``forbidden_keys``: removed by get_processed (dotted paths reach inside).
@@ -450,37 +444,7 @@ def get_processing_state(backend, crash_id):
 
 # -- queries ---------------------------------------------------------------------------------
 
-def crashes_submitted(backend, start, end, page_size=1000):
-    """Crash ids submitted in ``[start, end)``, in submission order (16 salts merged).
-
-    Pointers whose crash row does not exist (a save in progress or failed) are skipped.
-    """
-    start, end = K.parse_timestamp(start, "start"), K.parse_timestamp(end, "end")
-    rows = merged_scan(backend, K.SUBMITTED_TIME, columns=[K.COL_OOID], start=start, end=end,
-                       page_size=page_size)
-    # 19- and 26-char times; an unreadable row is skipped (verify-indexes reports it)
-    pointers = (parsed for _row, _cells, parsed in readable_rows(rows, parse_stored_time_index_key, K.SUBMITTED_TIME))
-    # a 19-char key (Socorro's, microsecond 0) sorts after the 26-char ones of its second: filter
-    ids = (crash_id for crash_id, moment in pointers if start <= moment < end)
-    return with_crash_rows(backend, ids, lambda crash_id: crash_id, page_size)
-
-
-def crashes_by_signature(backend, signature, start=None, end=None, page_size=1000):
-    """Crash ids of ``signature`` (``None`` = ##null##, "" = ##empty##) submitted in ``[start, end)``.
-
-    One range scan of the signature index, in submission order.  A pointer whose crash now has
-    another signature (left by a failed or superseded save) is skipped.
-    """
-    start = K.parse_timestamp(start, "start") if start is not None else None
-    end = K.parse_timestamp(end, "end") if end is not None else None
-    low, high = K.signature_index_range(signature, start, end)
-    stored = K.signature_name(signature).encode("utf-8", "surrogatepass")
-    rows = backend.scan(K.SIGNATURE_OOID, start=low, stop=high, columns=[K.COL_OOID], page_size=page_size)
-    ids = (parsed[2] for _row, _cells, parsed in readable_rows(rows, K.parse_signature_index_key, K.SIGNATURE_OOID))
-    # a row without ids:ooid is no crash (what a save racing a deletion may leave on HBase)
-    return with_crash_rows(backend, ids, lambda crash_id: crash_id, page_size,
-                           columns=(K.COL_OOID, K.COL_SIGNATURE),
-                           accept=lambda cells: cells.get(K.COL_SIGNATURE) == stored and K.COL_OOID in cells)
+# crashes_submitted, crashes_by_signature: see listings.py (every key layout, merged)
 
 
 def hang_pair(backend, hang_id):

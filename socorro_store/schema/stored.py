@@ -28,7 +28,7 @@ UTC), an offset is converted.
 """
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from ..errors import InvalidArgument
 from . import keys as K
@@ -126,6 +126,26 @@ def time_index_key_forms(crash_id, moment):
     if K.parse_timestamp(moment).microsecond:
         return [key]
     return [key, key[:1] + key[1:1 + SOCORRO_SHORT_STAMP_LEN] + key[1 + K.TIMESTAMP_LEN:]]
+
+
+def window_scan_end(end):
+    """The instant a time-index scan for ``[start, end)`` must stop at, so that it meets every key
+    form of every instant before ``end``.
+
+    Socorro's 19-character key of a whole second ``w`` (``…T12:35:00<crash id>``) sorts after
+    every 26-character key of ``w`` (``.`` sorts before the crash id's hex digits), so a stop key
+    inside ``w`` would cut it off although ``w < end``.  The scan stops at the next whole second
+    instead (``end`` itself when it is one); readers drop the 26-character keys of ``[end, that
+    second)`` by their time.
+    """
+    end = K.parse_timestamp(end, "end")
+    return end if not end.microsecond else end.replace(microsecond=0) + timedelta(seconds=1)
+
+
+def second_of_key(key):
+    """The bytes naming the whole second of a time-index key in either layout (salt and
+    ``YYYY-MM-DDTHH:MM:SS``): the keys of one second, 19- or 26-character, share it."""
+    return key[:1 + SOCORRO_SHORT_STAMP_LEN]
 
 
 def canonical_time_index_key(key):

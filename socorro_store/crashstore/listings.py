@@ -1,0 +1,164 @@
+"""Listing crashes: by submission time and by signature, over every key layout a store may hold.
+
+A store being migrated from Socorro holds pointers in its layouts beside ours
+(:mod:`socorro_store.schema.stored`), and Socorro's code may still be writing them.  Both listings
+read them live, with ours, and return each crash once, in submission order ``(time, crash id)``.
+
+By time (:func:`crashes_submitted`)
+    16 salted range scans of ``crash_reports_index_submitted_time``, as before.  Socorro's
+    19-character keys (microsecond 0) sort after the 26-character keys of their second, so each
+    bucket's rows are re-ordered within each second (a second of one bucket is a handful of rows)
+    before the buckets are merged, and every scan stops at the next whole second after ``end``
+    (:func:`~socorro_store.schema.stored.window_scan_end`): ``[t, t + 1 µs)`` finds a crash
+    Socorro keyed ``t``.  A crash with both key forms (``verify-indexes --repair`` wrote ours
+    beside Socorro's) is listed once.
+
+By signature (:func:`crashes_by_signature`)
+    Our index (``esc(signature) 00 T ID``) is one range scan in time order.  Socorro's is
+    ``signature + crash_id``: its rows of one signature are contiguous but in crash-id order,
+    with no time in the key.  They are read with one more scan, ``[signature + "0", signature +
+    "g")`` (a crash id starts with a hex digit; our rows of the signature, behind ``00``, are not
+    in it), their crash rows give their submission times (one multi-row get per page), and they
+    are sorted and merged with ours.  Cost: on a store without Socorro's rows, exactly one extra
+    scan, which finds nothing; with them, that scan plus one get per page of them.  Memory: the
+    ``(time, id)`` of Socorro's rows of the signature inside the window (a crash id's date bounds
+    which crash rows are read).  Rows of longer signatures that the scan meets (``"js::Foo0…"``)
+    are dropped by their length and form, and every pointer, ours or Socorro's, is checked
+    against its crash row's current signature.
+"""
+
+import heapq
+import itertools
+import logging
+from datetime import timedelta
+
+from ..errors import InvalidArgument
+from ..schema import keys as K
+from ..schema.stored import (
+    parse_socorro_signature_key,
+    parse_stored_time_index_key,
+    second_of_key,
+    stored_time,
+    window_scan_end,
+)
+from .queue import readable_rows, with_crash_rows
+
+_log = logging.getLogger("socorro_store")
+_SOCORRO_SIGNATURE_COLUMNS = [K.COL_OOID, K.COL_SIGNATURE, K.COL_SUBMITTED]
+
+
+def _by_second(rows, table):
+    """``(time, crash id)`` of one bucket's scanned rows in time order: the rows of each second
+    (both key forms) sorted by their parsed time; unreadable keys skipped (verify-indexes
+    reports them)."""
+    readable = readable_rows(rows, parse_stored_time_index_key, table)
+    for _second, group in itertools.groupby(readable, key=lambda item: second_of_key(item[0])):
+        yield from sorted((moment, crash_id) for _row, _cells, (crash_id, moment) in group)
+
+
+def _once(items):
+    """Drop an item equal to the one before it (the same crash met under two key forms)."""
+    last = None
+    for item in items:
+        if item != last:
+            yield item
+        last = item
+
+
+def time_window(backend, table, start, end, page_size=1000):
+    """``(time, crash id)`` of every pointer of a salted time index in ``[start, end)``, every key
+    form, in submission order, each once."""
+    stop = window_scan_end(end)
+    streams = []
+    for salt_char in K.SALTS:
+        low, high = K.time_index_range(salt_char, start, stop)
+        rows = backend.scan(table, start=low, stop=high, columns=[K.COL_OOID], page_size=page_size)
+        streams.append(_by_second(rows, table))
+    return _once(item for item in heapq.merge(*streams) if start <= item[0] < end)
+
+
+def crashes_submitted(backend, start, end, page_size=1000):
+    """Crash ids submitted in ``[start, end)``, in submission order (16 salts merged).
+
+    Pointers whose crash row does not exist (a save in progress or failed) are skipped.
+    """
+    start, end = K.parse_timestamp(start, "start"), K.parse_timestamp(end, "end")
+    pointers = time_window(backend, K.SUBMITTED_TIME, start, end, page_size)
+    return with_crash_rows(backend, (crash_id for _moment, crash_id in pointers), lambda crash_id: crash_id,
+                           page_size)
+
+
+def crashes_by_signature(backend, signature, start=None, end=None, page_size=1000):
+    """Crash ids of ``signature`` (``None`` = ##null##, "" = ##empty##) submitted in ``[start, end)``,
+    from our signature index and Socorro's, in submission order, each once.
+
+    A pointer whose crash now has another signature (left by a failed or superseded save, or a
+    reprocessing) is skipped; so is one whose crash row lacks ``ids:ooid`` (what a save racing a
+    deletion may leave on HBase).
+    """
+    start = K.parse_timestamp(start, "start") if start is not None else None
+    end = K.parse_timestamp(end, "end") if end is not None else None
+    stored = K.signature_name(signature).encode("utf-8", "surrogatepass")
+    K.signature_row(signature)  # length check
+    ours = _our_signature_pointers(backend, signature, stored, start, end, page_size)
+    theirs = _socorro_signature_pointers(backend, stored, start, end, page_size)
+    return (crash_id for _moment, crash_id in _once(heapq.merge(ours, theirs)))
+
+
+def _current(stored):
+    return lambda cells: cells.get(K.COL_SIGNATURE) == stored and K.COL_OOID in cells
+
+
+def _our_signature_pointers(backend, signature, stored, start, end, page_size):
+    """``(time, crash id)`` of our index's pointers in the window whose crash still has the
+    signature: one range scan, in time order."""
+    low, high = K.signature_index_range(signature, start, end)
+    rows = backend.scan(K.SIGNATURE_OOID, start=low, stop=high, columns=[K.COL_OOID], page_size=page_size)
+    pointers = ((moment, crash_id) for _row, _cells, (_name, moment, crash_id)
+                in readable_rows(rows, K.parse_signature_index_key, K.SIGNATURE_OOID))
+    return with_crash_rows(backend, pointers, lambda item: item[1], page_size, columns=(K.COL_OOID, K.COL_SIGNATURE),
+                           accept=_current(stored))
+
+
+def _socorro_signature_pointers(backend, stored, start, end, page_size):
+    """``(time, crash id)`` of Socorro's ``signature + crash_id`` pointers in the window whose crash
+    still has the signature, sorted (see the module docstring for the cost)."""
+    rows = backend.scan(K.SIGNATURE_OOID, start=stored + b"0", stop=stored + b"g", columns=[K.COL_OOID],
+                        page_size=page_size)
+    first_day = start.date() - timedelta(days=1) if start is not None else None
+    last_day = end.date() + timedelta(days=1) if end is not None else None
+    ids = (crash_id for crash_id in _socorro_ids(rows, stored)
+           if (first_day is None or K.crash_date(crash_id) >= first_day)
+           and (last_day is None or K.crash_date(crash_id) <= last_day))  # a crash id's date is its day
+    found = []
+    while True:
+        page = list(itertools.islice(ids, page_size))
+        if not page:
+            break
+        cells_of = backend.get_rows(K.CRASH_REPORTS, [K.crash_row_key(c) for c in page],
+                                    columns=_SOCORRO_SIGNATURE_COLUMNS)
+        for crash_id in page:
+            cells = cells_of.get(K.crash_row_key(crash_id), {})
+            if not _current(stored)(cells) or K.COL_SUBMITTED not in cells:
+                continue
+            try:
+                moment = stored_time(cells[K.COL_SUBMITTED])
+            except InvalidArgument as exc:
+                _log.warning("skipped crash %s of a Socorro signature row: unreadable crash row (%s)", crash_id, exc)
+                continue
+            if (start is None or start <= moment) and (end is None or moment < end):
+                found.append((moment, crash_id))
+    return iter(sorted(found))
+
+
+def _socorro_ids(rows, stored):
+    """Crash ids of the rows that are exactly ``stored + crash id`` (Socorro's layout)."""
+    for row, _cells in rows:
+        if len(row) != len(stored) + K.CRASH_ID_LEN:
+            continue  # a longer signature's row, Socorro's or ours
+        try:
+            _name, crash_id = parse_socorro_signature_key(row)
+        except InvalidArgument:
+            continue
+        if row[:len(stored)] == stored:
+            yield crash_id

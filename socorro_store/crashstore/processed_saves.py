@@ -7,11 +7,15 @@ would count the crash twice (signature counters, queue sizes, processed_legacy).
 that depends on a transition is decided by an atomic check-and-put on the crash row, and only the
 save whose check-and-put applies sends it:
 
-* first processing (``flags:processed`` N -> Y): the queue counters (``deletes_unprocessed*``,
-  ``inserts_processed_legacy``), the signature's interval counters, first-seen detection and a
-  processing error;
+* first processing (``flags:processed`` N -> Y): ``inserts_processed_legacy``, the signature's
+  interval counters, first-seen detection and a processing error;
 * a priority request served (``flags:priority_processing`` <stamp> -> empty): the priority queue
-  counters.
+  counters;
+* a queue pointer taken (its ``ids:ooid`` <crash id> -> empty, on the pointer row itself, every
+  key form of the standard and legacy queues): ``deletes_unprocessed`` and
+  ``deletes_unprocessed_legacy``.  A queue counter moves only for a pointer this save actually
+  took: one Socorro's ``new_crashes()`` already deleted (it deletes the legacy rows it yields),
+  or another save took, is not counted again, so the counters stay equal to the pointers.
 
 A save that loses a check counted nothing for it: another save of the same crash did.  (Two
 processors that give one crash different signatures leave it counted under the first one to
@@ -25,7 +29,9 @@ Write order:
 1. the signature pointer (harmless side first);
 2. the crash row, conditional on it still naming its crash (:func:`~.queue.put_if_crash_exists`:
    a deleted crash stays deleted, :class:`~socorro_store.errors.CrashDeleted`);
-3. one ``check_and_put_many`` with the transitions above;
+3. one ``check_and_put_many`` with the crash-row transitions above, then one per queue table
+   taking the pointers (they empty the pointer rows, which takers and queue counts skip; the
+   rows themselves go at 5);
 4. the counters (one ``increment_many``): they go as soon as the crash is processed, before the
    queue clean-up, so a failure of that clean-up loses no count (its retry sees the crash
    processed and counts nothing, rightly);
@@ -35,7 +41,7 @@ Write order:
    dead letter.  These are idempotent deletes, redone by every save of the crash.
 
 A failure at 3 (ambiguous: applied or not) is the one place a count can be lost without trace
-in a retry (the retry sees the flag Y); it is tallied in ``live_counters.failures``
+in a retry (the retry sees the flag Y, or the pointer taken); it is tallied in ``live_counters.failures``
 (``"uncertain"``), and the next ``rollup`` recomputes the counts.
 """
 
@@ -86,6 +92,7 @@ class Plan:
                                    {K.COL_OOID: crash.crash_id.encode("ascii")})
         puts = dict(crash.puts)
         self.checks = []  # (row, column, expected, puts, increments, fresh) decided by check-and-put
+        self.takes = {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: []}  # pointer rows to take
         self.increments, self.fresh = [], []  # counted by this save whatever others do
         self.cleanup = {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: [], K.SIGNATURE_OOID: [],
                         K.CRASH_REPORTS: []}
@@ -95,15 +102,16 @@ class Plan:
         # and a retry after a save whose clean-up failed must not leave the crash queued forever.
         for form in time_index_key_forms(crash.crash_id, submitted):  # Socorro's 19-char keys too
             self.cleanup[K.UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
+            self.takes[K.UNPROCESSED_FLAG].append(form)
             self.claims_done.append(form)
             if legacy:
                 self.cleanup[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
+                self.takes[K.LEGACY_UNPROCESSED_FLAG].append(form)
         # Whatever the state said: a dead-lettering may have happened since it was read.
         self.cleanup[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash.crash_id), delete_row=True))
         row_deletes = [COL_DEAD_LETTERED]
         if not state["processed"]:
-            first = counters.queue_increments(deletes_unprocessed=1, deletes_unprocessed_legacy=int(legacy),
-                                              inserts_processed_legacy=int(legacy))
+            first = counters.queue_increments(inserts_processed_legacy=int(legacy))
             first += counters.signature_increments(crash.signature, submitted, cells=crash.puts)
             if crash.error:
                 first += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS])
@@ -167,9 +175,38 @@ def _write_processed(backend, crashes, live_counters, known):
             if applied:
                 increments += check[4]
                 fresh += check[5]
+    failed = None
+    try:
+        increments += _take_pointers(backend, plans, live_counters)
+    except (BackendUnavailable, BackendError) as exc:
+        failed = exc  # what the crash-row checks decided is still sent
     live_counters.send(increments, lambda: counters.first_seen(backend, fresh, live_counters.seen_markers))
+    if failed is not None:
+        raise failed
     cleanup = {table: [m for p in plans for m in p.cleanup[table]] for table in plans[0].cleanup} if plans else {}
     if plans:
         cleanup[K.UNPROCESSED_FLAG] += claims_done_mutations([row for p in plans for row in p.claims_done])
         backend.mutate_tables(cleanup)  # the queue pointers go once the processed crash is stored
     return sorted(deleted)
+
+
+#: the queue counter of each queue table's pointers
+_DELETES = {K.UNPROCESSED_FLAG: "deletes_unprocessed", K.LEGACY_UNPROCESSED_FLAG: "deletes_unprocessed_legacy"}
+
+
+def _take_pointers(backend, plans, live_counters):
+    """Take the plans' queue pointers (``ids:ooid`` crash id -> empty, one check-and-put call per
+    table with any) and return the queue increments of those this call took."""
+    out = []
+    for table, counter in _DELETES.items():
+        items = [(form, K.COL_OOID, p.crash.crash_id.encode("ascii"), {K.COL_OOID: b""})
+                 for p in plans for form in p.takes[table]]
+        if not items:
+            continue
+        try:
+            won = backend.check_and_put_many(table, items)
+        except (BackendUnavailable, BackendError):
+            live_counters.tally("uncertain", len(items))  # taken or not: a retry counts nothing
+            raise
+        out += counters.queue_increments(**{counter: sum(1 for applied in won if applied)})
+    return out

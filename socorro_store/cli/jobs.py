@@ -134,21 +134,27 @@ def verify_indexes_command(ctx, repair, orphan_age, since, until, drop_foreign, 
     """VALID / MISSING / ORPHAN / FOREIGN / UNREADABLE / MALFORMED pointers of the 7 index tables
     (job 'verify-indexes').
 
-    Exits 1 when anything is MISSING, ORPHAN (MALFORMED rows, in no layout, are orphans too) or
-    UNREADABLE (before repair).  FOREIGN pointers
-    (Socorro's own index layouts) are reported, not a failure.
+    Exit 0: nothing to fix (a check), or everything found was fixed (--repair).  Exit 1: a check
+    found MISSING, ORPHAN (MALFORMED rows, in no layout, are orphans too) or UNREADABLE pointers,
+    or a repair left some (orphans younger than --orphan-age, unreadable crash rows).  FOREIGN
+    pointers (Socorro's own index layouts) are reported, never a failure.  Exit 2: bad usage, or
+    another run holds the indexes lease.
     """
     age = parse_duration(orphan_age)
     if drop_foreign and not repair:
         raise click.UsageError("--drop-foreign needs --repair")
+    progress, close = _progress(as_json)
     with open_existing(ctx) as backend:
-        report = scrutiny.run_verify_indexes(backend, repair=repair, orphan_age_s=age, since=since, until=until,
-                                             drop_foreign=drop_foreign)
+        try:
+            report = scrutiny.run_verify_indexes(backend, repair=repair, orphan_age_s=age, since=since, until=until,
+                                                 drop_foreign=drop_foreign, progress=progress)
+        finally:
+            close()
     if as_json:
         echo_json(report)
     else:
         _print_table(report)
-    if any(t["missing"] or t["orphan"] or t["unreadable"] for t in report.values()):
+    if scrutiny.problems_left(report, repair):
         ctx.exit(1)
 
 

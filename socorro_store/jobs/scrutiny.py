@@ -6,8 +6,9 @@ Like Phoenix's IndexScrutinyTool: for each of the 7 index tables, every pointer 
 * ORPHAN  — no crash row, or one that says otherwise (processed crash still queued, stale
             signature, other submitted time);
 * FOREIGN — in a layout of Socorro's that is not ours (its signature index ``signature +
-            crash_id``; its ``hang_id_submitted_time`` keyed by the hang id): neither VALID nor
-            ORPHAN of ours, left alone unless ``drop_foreign``;
+            crash_id``; its ``hang_id_submitted_time`` rows ``hang_id[0] + ts + hang_id``
+            holding ``ids:ooid:<ProcessType>``, told apart from ours by that column): neither
+            VALID nor ORPHAN of ours, left alone unless ``drop_foreign``;
 * UNREADABLE — its crash row exists but cannot be read (a cell in no known format, or an
             ``ids:ooid`` that is not a crash id): kept;
 * MALFORMED — (also an ORPHAN) a row of our index tables whose key is in no layout at all, ours
@@ -41,8 +42,14 @@ signature_ooid                             processed (its current signature)
 check must not get its queue pointer back), deletes orphans whose newest cell is older than
 ``orphan_age_s`` (default 10 minutes: pointers are written before their crash row, so a young
 orphan may be a save in flight) after re-reading their crash rows, and with ``drop_foreign``
-deletes foreign pointers whose crash row exists (its own pointer was just written).  Nothing else
-is deleted.
+deletes foreign pointers whose crash row exists (its own pointer was just written).  A standard
+or legacy queue pointer whose crash row says processed is stale whatever its age (no writer
+queues a processed crash; Socorro's 2013 ``put_processed_json`` left the legacy one behind):
+it is deleted at once.  Nothing else is deleted.
+
+:func:`problems_left` says whether anything is left to fix: what a check found, or what a repair
+found and could not fix (young orphans, unreadable crash rows).  ``verify-indexes`` exits 1 then,
+0 otherwise.
 
 Memory: one page of crash rows or pointers at a time (multi-row gets check each page); nothing
 is held across pages but the counts.
@@ -72,6 +79,11 @@ INDEX_TABLES = (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG,
                 K.HANG_ID, K.HANG_ID_SUBMITTED_TIME, K.SIGNATURE_OOID)
 TIME_TABLES = (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG, K.LEGACY_SUBMITTED_TIME,
                K.HANG_ID_SUBMITTED_TIME)
+#: queue tables whose time-keyed pointers are stale, whatever their age, once their crash is processed
+_QUEUE_TABLES = (K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG)
+_HANG_COLUMN_TABLES = (K.HANG_ID, K.HANG_ID_SUBMITTED_TIME)  # Socorro's hang rows: ids:ooid:<ProcessType>
+#: key ranges of the rows whose first byte is not a salt (hex digit): below "0", ":"-"`", from "g"
+_NOT_SALTED = ((None, b"0"), (b":", b"a"), (b"g", None))
 DEFAULT_ORPHAN_AGE_S = 600
 PAGE = 500
 _COLUMNS = [b"flags", K.COL_OOID, K.COL_SUBMITTED, K.COL_HANG, K.COL_SIGNATURE]
@@ -137,15 +149,18 @@ def _read_crashes(backend, crash_ids):
             if K.COL_SUBMITTED in cells}
 
 
-def _implied(backend, table, crash_ids):
-    """``({(row, column): puts}, {unreadable crash ids})`` of ``table``'s pointers implied now."""
-    implied, unreadable = {}, set()
+def _implied(backend, table, crash_ids, with_processed=False):
+    """``({(row, column): puts}, {unreadable crash ids})`` of ``table``'s pointers implied now;
+    ``with_processed``: also the set of those crashes whose row says processed."""
+    implied, unreadable, processed = {}, set(), set()
     for crash_id, cells in _read_crashes(backend, crash_ids).items():
         try:
             implied.update(expected_pointers(crash_id, cells).get(table, {}))
         except _Unreadable:
             unreadable.add(crash_id)
-    return implied, unreadable
+        if stored_processed(cells):
+            processed.add(crash_id)
+    return (implied, unreadable, processed) if with_processed else (implied, unreadable)
 
 
 def _days(since, until):
@@ -156,22 +171,25 @@ def _days(since, until):
     return out
 
 
-def _crash_pages(backend, since, until, page_size=PAGE):
-    """Pages of ``[(crash id, cells)]``: every crash row, or those of crash-id days in range."""
+def _crash_pages(backend, since, until, page_size=PAGE, progress=lambda phase, done, total: None):
+    """Pages of ``[(crash id, cells)]``: every crash row, or those of crash-id days in range
+    (``progress`` told of each day read, or of the one full scan)."""
     if since is None:
-        scans = [backend.scan(K.CRASH_REPORTS, columns=_COLUMNS, page_size=page_size)]
+        steps = [("crash rows", [backend.scan(K.CRASH_REPORTS, columns=_COLUMNS, page_size=page_size)])]
     else:
-        scans = (backend.scan(K.CRASH_REPORTS, prefix=K.crash_day_prefix(salt_char, day),
-                              columns=_COLUMNS, page_size=page_size)
-                 for day in _days(since, until) for salt_char in K.SALTS)
+        steps = [("days", (backend.scan(K.CRASH_REPORTS, prefix=K.crash_day_prefix(salt_char, day),
+                                        columns=_COLUMNS, page_size=page_size) for salt_char in K.SALTS))
+                 for day in _days(since, until)]
     page = {}
-    for scan in scans:
-        for row, cells in scan:
-            if K.COL_SUBMITTED in cells and K.COL_OOID in cells:
-                page[row] = cells
-            if len(page) >= page_size:
-                yield _page_of(backend, page)
-                page = {}
+    for done, (phase, scans) in enumerate(steps, 1):
+        for scan in scans:
+            for row, cells in scan:
+                if K.COL_SUBMITTED in cells and K.COL_OOID in cells:
+                    page[row] = cells
+                if len(page) >= page_size:
+                    yield _page_of(backend, page)
+                    page = {}
+        progress(phase, done, len(steps))
     if page:
         yield _page_of(backend, page)
 
@@ -239,6 +257,9 @@ def _pointer_pages(backend, table, since, until, page_size=PAGE):
         if table == K.UNPROCESSED_FLAG:
             scans.append(backend.scan(table, prefix=K.PRIORITY_PREFIX, columns=[b"ids"], include_timestamp=True,
                                       page_size=page_size))
+        if table == K.HANG_ID_SUBMITTED_TIME:  # Socorro's rows of hang ids not starting with a hex digit
+            scans += [backend.scan(table, start=a, stop=b, columns=[b"ids"], include_timestamp=True,
+                                   page_size=page_size) for a, b in _NOT_SALTED]
     else:
         scans = [backend.scan(table, columns=[b"ids"], include_timestamp=True, page_size=page_size)]
     page = []
@@ -246,7 +267,7 @@ def _pointer_pages(backend, table, since, until, page_size=PAGE):
         for row, cells in scan:
             newest = max(ts for _v, ts in cells.values())
             for column, (value, _ts) in cells.items():
-                if column == K.COL_OOID or (table == K.HANG_ID and K.is_hang_column(column)):
+                if column == K.COL_OOID or (table in _HANG_COLUMN_TABLES and K.is_hang_column(column)):
                     page.append((row, column, value.decode("ascii", "replace"), newest))
             if len(page) >= page_size:
                 yield page
@@ -255,9 +276,11 @@ def _pointer_pages(backend, table, since, until, page_size=PAGE):
         yield page
 
 
-def _layout(table, row):
+def _layout(table, row, column=K.COL_OOID):
     """``"ours"`` (with the key in our form), ``"foreign"`` (a layout of Socorro's) or
-    ``"malformed"`` (no layout at all): which layout a pointer row is in."""
+    ``"malformed"`` (no layout at all): which layout a pointer cell is in."""
+    if table == K.HANG_ID_SUBMITTED_TIME and column != K.COL_OOID:
+        return "foreign", row  # Socorro's: ``ids:ooid:<ProcessType>`` under hang_id[0] + ts + hang_id
     if table in TIME_TABLES:
         if row.startswith(K.PRIORITY_PREFIX):
             try:
@@ -268,8 +291,6 @@ def _layout(table, row):
         try:
             return "ours", canonical_time_index_key(row)
         except InvalidArgument:
-            if table == K.HANG_ID_SUBMITTED_TIME:
-                return "foreign", row  # Socorro's hang_id_submitted_time, keyed by the hang id
             return "malformed", row  # Socorro's time keys in these tables are readable as ours
     if table == K.SIGNATURE_OOID:
         try:
@@ -288,11 +309,13 @@ def _check_pointer_page(backend, table, page, counts, repair, orphan_age_s, now_
     """VALID / ORPHAN / FOREIGN / UNREADABLE of a page of pointers; repair deletes what it may."""
     judged = [(row, column, cid, newest) for row, column, cid, newest in page if in_range(cid)]
     crash_ids = {cid for _r, _c, cid, _n in judged if K.is_crash_id(cid)}
-    implied, unreadable = _implied(backend, table, crash_ids)
+    implied, unreadable, processed = _implied(backend, table, crash_ids, with_processed=True)
     existing = set(_read_crashes(backend, crash_ids)) if drop_foreign and repair else set()
+    if table not in _QUEUE_TABLES:
+        processed = set()
     deletes = []
     for row, column, cid, newest in judged:
-        layout, ours = _layout(table, row)
+        layout, ours = _layout(table, row, column)
         if layout == "foreign":
             counts["foreign"] += 1
             if repair and drop_foreign and cid in existing:
@@ -309,7 +332,8 @@ def _check_pointer_page(backend, table, page, counts, repair, orphan_age_s, now_
             counts["valid"] += 1
             continue
         counts["orphan"] += 1
-        if repair and now_ms - newest >= orphan_age_s * 1000:
+        stale = cid in processed and not row.startswith(K.PRIORITY_PREFIX)  # no writer queues it again
+        if repair and (stale or now_ms - newest >= orphan_age_s * 1000):
             deletes.append(RowMutation(row, deletes=[column]) if table == K.HANG_ID else
                            RowMutation(row, delete_row=True))
             counts["deleted_orphans"] += 1
@@ -336,9 +360,13 @@ def _range_of(since, until):
 
 
 def verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, heartbeat=None, now_ms=None,
-                   since=None, until=None, drop_foreign=False, page_size=PAGE):
+                   since=None, until=None, drop_foreign=False, page_size=PAGE, progress=None):
     """Count VALID / MISSING / ORPHAN / FOREIGN / UNREADABLE pointers per index table; with
     ``repair``, fix them (see the module docstring).
+
+    ``progress(phase, done, total)``, if given, is called as the check goes: phase ``days`` (crash
+    rows read, a day at a time, with ``since``) or ``crash rows`` (one step without), then
+    ``indexes`` (index tables checked, of 7).
 
     Returns ``{table: {"valid", "missing", "orphan", "foreign", "unreadable", "repaired_missing",
     "deleted_orphans", "dropped_foreign"}}``.
@@ -350,7 +378,8 @@ def verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, hea
     start, end = _range_of(since, until)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     counts = {table: dict.fromkeys(COUNTS, 0) for table in INDEX_TABLES}
-    for page in _crash_pages(backend, start, end, page_size):
+    report = progress or (lambda phase, done, total: None)
+    for page in _crash_pages(backend, start, end, page_size, report):
         _check_crash_page(backend, page, counts, repair, heartbeat)
 
     def in_range(crash_id):
@@ -362,18 +391,31 @@ def verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, hea
             return False
         return start.date() <= day < end.date()
 
-    for table in INDEX_TABLES:
+    for index, table in enumerate(INDEX_TABLES):
         for page in _pointer_pages(backend, table, start, end, page_size):
             _check_pointer_page(backend, table, page, counts[table], repair, orphan_age_s, now_ms,
                                 drop_foreign, in_range)
             if heartbeat:
                 heartbeat()
+        report("indexes", index + 1, len(INDEX_TABLES))
     return counts
 
 
+def problems_left(report, repair=False):
+    """How many problems a :func:`verify_indexes` report leaves to fix (``verify-indexes`` exits
+    1 when there are any).  A check: every MISSING, ORPHAN (MALFORMED included) and UNREADABLE
+    pointer.  A repair: what it could not fix: MISSING pointers it did not write, ORPHANs it kept
+    (too young to be known stale) and UNREADABLE crash rows.  FOREIGN is never a problem."""
+    if not repair:
+        return sum(t["missing"] + t["orphan"] + t["unreadable"] for t in report.values())
+    return sum(max(0, t["missing"] - t["repaired_missing"]) + (t["orphan"] - t["deleted_orphans"]) + t["unreadable"]
+               for t in report.values())
+
+
 def run_verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, since=None, until=None,
-                       drop_foreign=False, **job_options):
-    """Run :func:`verify_indexes` as job ``verify-indexes`` (one live run, recorded)."""
+                       drop_foreign=False, progress=None, **job_options):
+    """Run :func:`verify_indexes` as job ``verify-indexes`` (one live run, recorded);
+    ``progress(phase, done, total)`` as for :func:`verify_indexes` (the shape of rollup's)."""
     if not is_number(orphan_age_s) or orphan_age_s < 0:
         raise InvalidArgument(f"orphan_age_s must be a number >= 0: {orphan_age_s!r}")
     _range_of(since, until)
@@ -381,14 +423,15 @@ def run_verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S,
     def body(ctx):
         ctx.set_phase("repair" if repair else "verify")
         report = verify_indexes(backend, repair, orphan_age_s, heartbeat=ctx.heartbeat, since=since,
-                                until=until, drop_foreign=drop_foreign)
+                                until=until, drop_foreign=drop_foreign, progress=ctx.report)
         ctx.add_counts(**{k: sum(t[k] for t in report.values()) for k in ("valid", "missing", "orphan", "foreign")})
         return report
 
     params = {"repair": repair, "since": str(since) if since else None, "until": str(until) if until else None,
               "drop_foreign": drop_foreign}
     locks = (runs.INDEXES_LEASE,) if repair else ()  # a check only reads
-    run = runs.run_job(backend, "verify-indexes", body, params=params, resume=False, locks=locks, **job_options)
+    run = runs.run_job(backend, "verify-indexes", body, params=params, resume=False, locks=locks,
+                       progress=progress, **job_options)
     return run.result
 
 # -- queue sizes ----------------------------------------------------------------------------

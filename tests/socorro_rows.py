@@ -5,11 +5,22 @@ Formats (socorro ``external/hb/crashstorage.py`` and ``external/happybase/crashs
 ``timestamps:submitted`` is the collector's isoformat with offset; time-index keys are
 ``salt + ts[:-6] + crash_id`` (19 characters of time when the microsecond is 0);
 ``flags:legacy_processing`` is ``Y`` (legacy 0) or absent; ``timestamps:processed`` has a space;
-the signature index is ``signature + crash_id``; ``hang_id_submitted_time`` is keyed by the hang
-id; the queue counters live in the metrics row ``crash_report_queue``; the happybase storage wrote
-only the crash row, with ``flags:processed`` empty.
+the signature index is ``signature + crash_id``; ``hang_id_submitted_time`` rows are
+``hang_id[0] + ts[:-6] + hang_id`` holding ``ids:ooid:<ProcessType>`` (both Socorro versions'
+``crash_id_to_timestamped_row_id(hang_id, ts)``); the queue counters live in the metrics row
+``crash_report_queue``; the happybase storage wrote only the crash row, with ``flags:processed``
+empty.
+
+The 2016 processing cycle (:func:`socorro_2016_new_crashes`, :func:`socorro_2016_save_processed`)
+does what ``hb/crashstorage.py`` did: ``new_crashes`` merges 16 salted prefix scans of the legacy
+queue on the unsalted key and deletes each row as it yields it (decrementing its counter);
+``save_processed`` reads the crash row's state, and when ``flags:processed`` is ``N`` decrements
+``current_unprocessed_size`` and deletes the standard queue row (never the legacy one), then
+writes the crash row and the ``signature + crash_id`` row.  The 2013 ``put_processed_json`` did the
+same (:func:`socorro_process` is it with a fixed signature).
 """
 
+import heapq
 import json
 from datetime import timedelta
 
@@ -34,6 +45,12 @@ class BackendWriter:
     def increment(self, table, row, column, amount):
         self.backend.increment_many([Increment(table, row, column, amount)])
 
+    def get(self, table, row, columns):
+        return self.backend.get_row(table, row, columns=columns)
+
+    def scan_prefix(self, table, prefix, columns):
+        return iter(self.backend.scan(table, prefix=prefix, columns=columns))
+
     def close(self):
         pass
 
@@ -55,6 +72,12 @@ class HappybaseWriter:
 
     def increment(self, table, row, column, amount):
         self.conn.table(table).counter_inc(row, column, amount)
+
+    def get(self, table, row, columns):
+        return self.conn.table(table).row(row, columns=columns)
+
+    def scan_prefix(self, table, prefix, columns):
+        return iter(self.conn.table(table).scan(row_prefix=prefix, columns=columns))
 
     def close(self):
         self.conn.close()
@@ -96,7 +119,8 @@ def socorro_submit(w, crash_id, submitted, legacy_zero=False, hang=None, process
     if hang:
         w.put("crash_reports_index_hang_id", hang.encode(),
               {b"ids:ooid:" + (process_type or "default").encode(): crash_id.encode()})
-        w.put("crash_reports_index_hang_id_submitted_time", hang.encode(), {**ooid, b"ids:hang": hang.encode()})
+        w.put("crash_reports_index_hang_id_submitted_time", (hang[0] + ts[:-6] + hang).encode(),
+              {b"ids:ooid:" + (process_type or "default").encode(): crash_id.encode()})
     w.put("crash_reports", row, cells)
     for level_row in _levels(submitted):
         w.increment("metrics", level_row.encode(), b"counters:submitted_crash_reports", 1)
@@ -120,3 +144,39 @@ def socorro_process(w, crash_id, submitted, signature):
           {b"ids:ooid": crash_id.encode()})
     w.delete("crash_reports_index_unprocessed_flag", (crash_id[0] + ts[:-6] + crash_id).encode())
     w.increment("metrics", b"crash_report_queue", b"counters:current_unprocessed_size", -1)
+
+
+def socorro_2016_new_crashes(w, limit):
+    """``new_crashes()`` of hb/crashstorage.py: the legacy queue in unsalted-key order, each row
+    deleted (and its counter decremented) as it is yielded; at most ``limit``."""
+    scans = [w.scan_prefix("crash_reports_index_legacy_unprocessed_flag", salt.encode(), [b"ids:ooid"])
+             for salt in "0123456789abcdef"]
+    merged = heapq.merge(*[((row[1:], row, cells) for row, cells in scan) for scan in scans])
+    for _unsalted, row, cells in merged:
+        if limit == 0:
+            return
+        limit -= 1
+        w.delete("crash_reports_index_legacy_unprocessed_flag", row)
+        w.increment("metrics", b"crash_report_queue", b"counters:current_legacy_unprocessed_size", -1)
+        yield cells[b"ids:ooid"].decode()
+
+
+def socorro_2016_save_processed(w, processed_crash):
+    """``save_processed`` of hb/crashstorage.py (and the 2013 client's ``put_processed_json``)."""
+    crash_id = processed_crash["uuid"]
+    row = (crash_id[0] + crash_id[-6:] + crash_id).encode()
+    state = w.get("crash_reports", row, [b"flags:processed", b"flags:legacy_processing", b"timestamps:submitted",
+                                         b"timestamps:processed"])
+    submitted = state.get(b"timestamps:submitted", b"unknown").decode()
+    if state.get(b"flags:processed", b"?") == b"N":
+        key = crash_id[0] + (submitted[:-6] if submitted[-6] in "-+" else submitted) + crash_id
+        w.increment("metrics", b"crash_report_queue", b"counters:current_unprocessed_size", -1)
+        w.delete("crash_reports_index_unprocessed_flag", key.encode())
+    signature = processed_crash.get("signature")
+    signature = "##null##" if signature is None else (signature or "##empty##")
+    w.put("crash_reports", row, {b"timestamps:processed": processed_crash["completeddatetime"].encode(),
+                                 b"processed_data:signature": signature.encode(),
+                                 b"processed_data:json": json.dumps(processed_crash).encode(),
+                                 b"flags:processed": b"Y"})
+    w.put("crash_reports_index_signature_ooid", signature.encode() + crash_id.encode(),
+          {b"ids:ooid": crash_id.encode()})

@@ -11,11 +11,19 @@ from datetime import datetime, timezone
 
 import pytest
 from click.testing import CliRunner
-from socorro_rows import BackendWriter, HappybaseWriter, socorro_process, socorro_submit
+from socorro_rows import (
+    BackendWriter,
+    HappybaseWriter,
+    socorro_2016_new_crashes,
+    socorro_2016_save_processed,
+    socorro_process,
+    socorro_submit,
+)
 
 from socorro_store import open_store
 from socorro_store.backends import RowMutation
 from socorro_store.cli import main
+from socorro_store.crashstore import listings
 from socorro_store.errors import InvalidArgument
 from socorro_store.jobs import rollup, scrutiny
 from socorro_store.schema import keys as K
@@ -119,7 +127,8 @@ def test_rollup_never_destroys_socorro_counters(socorro_store):
 def test_migration_repair_process_count(socorro_store, backend_url):
     store, ids = socorro_store
     backend = store.backend
-    assert list(store.crashes_by_signature("js::Foo")) == []  # Socorro's signature rows are not ours
+    # Socorro's signature rows are read live, before any repair ("js::Foo" never matches "js::Foo::Bar")
+    assert list(store.crashes_by_signature("js::Foo")) == [ids["processed"]]
     report = scrutiny.verify_indexes(backend)
     assert report[K.SIGNATURE_OOID]["foreign"] == 2 and report[K.SIGNATURE_OOID]["orphan"] == 0
     assert report[K.HANG_ID_SUBMITTED_TIME]["foreign"] == 1
@@ -131,11 +140,11 @@ def test_migration_repair_process_count(socorro_store, backend_url):
     url = ["--url", backend_url]
     repaired = runner.invoke(main, url + ["verify-indexes", "--repair", "--since", "2016-09-18", "--until",
                                           "2016-09-19", "--json"])
-    assert repaired.exit_code == 1, repaired.output  # it found MISSING pointers (and wrote them)
+    assert repaired.exit_code == 0, repaired.output  # it found MISSING pointers and wrote them all
     assert json.loads(repaired.stdout)[K.SUBMITTED_TIME]["repaired_missing"] == 1
     verified = runner.invoke(main, url + ["verify-indexes"])
     assert verified.exit_code == 0, verified.output
-    assert "FOREIGN=2" in verified.output
+    assert "FOREIGN=2" in verified.output and "FOREIGN=1" in verified.output  # signatures; the hang row
     assert runner.invoke(main, url + ["reconcile-queue"]).exit_code == 0
     assert store.queue_sizes()["standard"] == 3 and store.queue_sizes()["legacy"] == 1
     # every crash is listed by time and by signature (and "js::Foo" never matches "js::Foo::Bar")
@@ -164,6 +173,7 @@ def test_migration_repair_process_count(socorro_store, backend_url):
     # --drop-foreign removes Socorro's rows once ours exist
     dropped = scrutiny.run_verify_indexes(backend, repair=True, drop_foreign=True)
     assert dropped[K.SIGNATURE_OOID]["dropped_foreign"] == 2
+    assert dropped[K.HANG_ID_SUBMITTED_TIME]["dropped_foreign"] == 1
     final = scrutiny.verify_indexes(backend)
     assert all(t["foreign"] == 0 and t["missing"] == 0 and t["orphan"] == 0 for t in final.values()), final
     assert list(store.crashes_by_signature("js::Foo")) == [ids["processed"]]
@@ -217,3 +227,276 @@ def test_stored_flags_and_key_forms():
     with pytest.raises(InvalidArgument):
         stored.parse_stored_time_index_key(b"x" + socorros[1:])  # salt differs from the crash id
     assert stored.parse_socorro_signature_key(b"js::Foo" + crash_id.encode()) == ("js::Foo", crash_id)
+
+# -- issue 22: Socorro side by side --------------------------------------------------------------
+
+
+def _writer(store, backend_kind, backend_url):
+    return BackendWriter(store.backend) if backend_kind == "embedded" else HappybaseWriter(backend_url)
+
+
+def _ours(store, crash_id, at, legacy=False, signature=None):
+    """Save a crash with socorro-store (and process it when ``signature`` is given)."""
+    raw = {"ProductName": "Firefox", "submitted_timestamp": at.isoformat(), "uuid": crash_id}
+    if legacy:
+        raw["legacy_processing"] = 0
+    store.save_raw_crash(raw, {}, crash_id)
+    if signature is not None:
+        _process(store, crash_id, signature)
+
+
+def _process(store, crash_id, signature):
+    store.save_processed({"uuid": crash_id, "completeddatetime": "2016-09-18T23:00:00Z",
+                          "signature": signature, "success": True})
+
+
+def _socorro_processed(crash_id, signature):
+    return {"uuid": crash_id, "signature": signature, "success": True,
+            "completeddatetime": "2016-09-18 23:00:00.000000"}
+
+
+def test_signature_listing_reads_socorros_index_live(socorro_store, backend_kind, backend_url):
+    """Item 1: Socorro's ``signature + crash_id`` rows, merged with ours, in submission order, once."""
+    store, ids = socorro_store
+    before, after = cid("e", 6), cid("1", 7)
+    _ours(store, before, datetime(2016, 9, 18, 12, 50, tzinfo=UTC), signature="js::Foo")
+    _ours(store, after, datetime(2016, 9, 18, 13, 30, tzinfo=UTC), signature="js::Foo")
+    assert list(store.crashes_by_signature("js::Foo")) == [before, ids["processed"], after]
+    assert list(store.crashes_by_signature("js::Foo", "2016-09-18T12:55Z", "2016-09-18T13:10Z")) == [ids["processed"]]
+    assert list(store.crashes_by_signature("js::Foo", "2016-09-18T13:00:01.5Z", "2016-09-18T13:00:01.500001Z")) \
+        == [ids["processed"]]
+    assert list(store.crashes_by_signature("js::Foo::Bar")) == [ids["processed_prefix"]]
+    # after --repair our pointer stands beside Socorro's: listed once
+    scrutiny.verify_indexes(store.backend, repair=True)
+    assert list(store.crashes_by_signature("js::Foo")) == [before, ids["processed"], after]
+    # Socorro processes a crash after the repair: visible at once, in its place
+    writer = _writer(store, backend_kind, backend_url)
+    try:
+        socorro_2016_save_processed(writer, _socorro_processed(ids["whole_second"], "js::Foo"))
+    finally:
+        writer.close()
+    assert list(store.crashes_by_signature("js::Foo")) == [ids["whole_second"], before, ids["processed"], after]
+    # reprocessed by us under another signature: Socorro's old row is stale and skipped
+    _process(store, ids["processed"], "js::Other")
+    assert list(store.crashes_by_signature("js::Foo")) == [ids["whole_second"], before, after]
+    assert list(store.crashes_by_signature("js::Other")) == [ids["processed"]]
+
+
+def _spent(store, action):
+    before = dict(store.backend.calls)
+    action()
+    return {kind: n - before.get(kind, 0) for kind, n in store.backend.calls.items() if n != before.get(kind, 0)}
+
+
+def _scans_opened(spent):
+    return spent.get("scan_open", spent.get("scan", 0))
+
+
+def test_signature_listing_costs_one_scan_more_without_socorro_rows(backend_url):
+    """Item 1, the cost: on a store with none of Socorro's rows, reading Socorro's layout too is
+    one scan that finds nothing; nothing else is added."""
+    with open_store(backend_url) as store:
+        store.create_tables()
+        for n in range(5):
+            _ours(store, cid("0123456789"[n], 20 + n), datetime(2016, 9, 18, 10, n, tzinfo=UTC), signature="js::Foo")
+        _ours(store, cid("a", 30), datetime(2016, 9, 18, 10, 9, tzinfo=UTC), signature="js::Foo0")  # in that scan's range
+        merged = _spent(store, lambda: list(store.crashes_by_signature("js::Foo")))
+        stored_name = b"js::Foo"
+        ours_only = _spent(store, lambda: list(listings._our_signature_pointers(
+            store.backend, "js::Foo", stored_name, None, None, 1000)))
+        print(f"\ncrashes_by_signature, no Socorro rows: {merged}; our index alone: {ours_only}")
+        assert _scans_opened(merged) == _scans_opened(ours_only) + 1
+        assert {k: v for k, v in merged.items() if not k.startswith("scan")} == \
+            {k: v for k, v in ours_only.items() if not k.startswith("scan")}
+        # with Socorro's rows: that scan, plus one get of their crash rows per page
+        writer = BackendWriter(store.backend) if backend_url.startswith("embedded") else HappybaseWriter(backend_url)
+        try:
+            crash_id, at = cid("b", 40), datetime(2016, 9, 18, 10, 7, tzinfo=UTC)
+            socorro_submit(writer, crash_id, at)
+            socorro_2016_save_processed(writer, _socorro_processed(crash_id, "js::Foo"))
+        finally:
+            writer.close()
+        with_socorro = _spent(store, lambda: list(store.crashes_by_signature("js::Foo")))
+        print(f"crashes_by_signature, 1 Socorro row: {with_socorro}")
+        assert _scans_opened(with_socorro) == _scans_opened(ours_only) + 1
+        assert with_socorro.get("get_rows", 0) == ours_only.get("get_rows", 0) + 1
+        assert list(store.crashes_by_signature("js::Foo")) == [cid("0123456789"[n], 20 + n) for n in range(5)] + [crash_id]
+
+
+def test_time_windows_hold_every_key_form_in_order(backend_url, backend_kind):
+    """Item 2: 19- and 26-character keys of one second, at any ``end``, in submission order."""
+    second = datetime(2016, 9, 18, 12, 35, tzinfo=UTC)
+    theirs_w, ours_w = cid("2", 50), cid("9", 51)  # both at 12:35:00.000000
+    ours_q, theirs_h = cid("1", 52), cid("0", 53)  # 12:35:00.25 (ours), 12:35:00.5 (Socorro's, 26 chars)
+    with open_store(backend_url) as store:
+        store.create_tables()
+        writer = _writer(store, backend_kind, backend_url)
+        try:
+            socorro_submit(writer, theirs_w, second)
+            socorro_submit(writer, theirs_h, second.replace(microsecond=500000))
+        finally:
+            writer.close()
+        _ours(store, ours_w, second)
+        _ours(store, ours_q, second.replace(microsecond=250000))
+
+        def listed(start, end):
+            return list(store.crashes_submitted(start, end))
+
+        assert listed(second, second.replace(second=1)) == [theirs_w, ours_w, ours_q, theirs_h]
+        assert listed("2016-09-18T12:00Z", "2016-09-18T12:35:00.5Z") == [theirs_w, ours_w, ours_q]
+        assert listed(second, "2016-09-18T12:35:00.000001Z") == [theirs_w, ours_w]
+        assert listed("2016-09-18T12:34:59.9Z", "2016-09-18T12:35:00.1Z") == [theirs_w, ours_w]
+        assert listed("2016-09-18T12:35:00.000001Z", "2016-09-18T12:36Z") == [ours_q, theirs_h]
+        assert listed("2016-09-18T12:34Z", second) == []
+        # --repair writes our 26-character pointer beside Socorro's 19-character one: listed once
+        report = scrutiny.verify_indexes(store.backend, repair=True)
+        assert report[K.SUBMITTED_TIME]["missing"] == 0  # Socorro's key form is the pointer
+        store.backend.mutate_rows(K.SUBMITTED_TIME, [RowMutation(K.time_index_key(theirs_w, second),
+                                                                 {K.COL_OOID: theirs_w.encode()})])
+        assert listed(second, "2016-09-18T12:35:00.000001Z") == [theirs_w, ours_w]
+        assert listed(second, second.replace(second=1)) == [theirs_w, ours_w, ours_q, theirs_h]
+
+
+def test_queue_counters_move_only_for_pointers_this_save_deleted(backend_url, backend_kind):
+    """Item 3: Socorro's new_crashes() took the legacy pointers; our save deletes none of them."""
+    with open_store(backend_url) as store:
+        store.create_tables()
+        crashes = [(cid("3", 60 + n), datetime(2016, 9, 18, 9, n, 1, 1000, tzinfo=UTC)) for n in range(2)]
+        writer = _writer(store, backend_kind, backend_url)
+        try:
+            for crash_id, at in crashes:
+                socorro_submit(writer, crash_id, at, legacy_zero=True)
+            assert sorted(socorro_2016_new_crashes(writer, 10)) == sorted(c for c, _t in crashes)
+        finally:
+            writer.close()
+        scrutiny.reconcile_queue(store.backend)
+        assert {k: store.queue_sizes()[k] for k in ("standard", "legacy")} == {"standard": 2, "legacy": 0}
+        taken = list(store.new_crashes())
+        assert sorted(taken) == sorted(c for c, _t in crashes)
+        for crash_id in taken:
+            _process(store, crash_id, "sig::q")
+            _process(store, crash_id, "sig::q")  # a second save deletes nothing, counts nothing
+        store.flush_counters()
+        sizes = store.queue_sizes()
+        assert (sizes["standard"], sizes["legacy"], sizes["processed_legacy"]) == (0, 0, 2)
+        assert scrutiny.count_queues(store.backend) == {"standard": 0, "legacy": 0, "priority": 0}
+
+
+def test_scrutiny_judges_hang_rows_in_both_layouts(backend_url, backend_kind):
+    """Item 4: Socorro's ``hang_id[0] + ts + hang_id`` rows (``ids:ooid:<ProcessType>``) are FOREIGN,
+    with or without --since (a hang id need not start with a hex digit), and --drop-foreign drops them."""
+    with open_store(backend_url) as store:
+        store.create_tables()
+        at = datetime(2016, 9, 18, 8, 0, 0, 120000, tzinfo=UTC)
+        writer = _writer(store, backend_kind, backend_url)
+        try:
+            socorro_submit(writer, cid("4", 70), at, hang="7d2b6c1e-0000-4000-8000-000000000001", process_type="plugin")
+            socorro_submit(writer, cid("5", 71), at, hang="zz-hang", process_type="plugin")
+        finally:
+            writer.close()
+        raw = {"ProductName": "Firefox", "submitted_timestamp": at.isoformat(), "uuid": cid("6", 72),
+               "HangID": "zz-hang"}
+        store.save_raw_crash(raw, {}, cid("6", 72))
+        for since in (None, "2016-09-18"):
+            report = scrutiny.verify_indexes(store.backend, since=since, until="2016-09-19" if since else None)
+            hangs = report[K.HANG_ID_SUBMITTED_TIME]
+            assert (hangs["foreign"], hangs["valid"], hangs["missing"], hangs["orphan"]) == (2, 1, 2, 0), since
+        repaired = scrutiny.verify_indexes(store.backend, repair=True, drop_foreign=True, since="2016-09-18",
+                                           until="2016-09-19")
+        assert repaired[K.HANG_ID_SUBMITTED_TIME]["dropped_foreign"] == 2
+        final = scrutiny.verify_indexes(store.backend)[K.HANG_ID_SUBMITTED_TIME]
+        assert (final["foreign"], final["valid"], final["missing"]) == (0, 3, 0)
+
+
+def _migrate(runner, url, since="2016-09-18", until="2016-09-19"):
+    """The documented steps (docs/migrating.md), exit codes of each."""
+    steps = [["verify-indexes", "--repair", "--since", since, "--until", until],
+             ["reconcile-queue"],
+             ["rollup", "--since", since, "--until", UNTIL],
+             ["verify-indexes"]]
+    results = [runner.invoke(main, url + step) for step in steps]
+    return [r.exit_code for r in results], results
+
+
+def test_migration_steps_end_at_exit_0(socorro_store, backend_kind, backend_url):
+    """Item 5: the 2013 client's put_processed_json leaves a young legacy pointer of a processed
+    crash; it is stale whatever its age, and the documented steps end at exit 0."""
+    store, ids = socorro_store
+    writer = _writer(store, backend_kind, backend_url)
+    try:  # put_processed_json on the legacy crash, never taken from the legacy queue
+        socorro_2016_save_processed(writer, _socorro_processed(ids["legacy"], "js::Legacy"))
+    finally:
+        writer.close()
+    before = scrutiny.verify_indexes(store.backend)
+    assert before[K.LEGACY_UNPROCESSED_FLAG]["orphan"] == 1
+    codes, results = _migrate(CliRunner(), ["--url", backend_url])
+    assert codes == [0, 0, 0, 0], [r.output for r in results]
+    assert "FOREIGN=3" in results[3].output  # Socorro's three signature rows, kept
+    # a young orphan of a crash that does not exist is kept: --repair says so (exit 1), then 0
+    ghost = cid("e", 99)
+    store.backend.mutate_rows(K.SUBMITTED_TIME, [RowMutation(K.time_index_key(ghost, DAY), {K.COL_OOID: ghost.encode()})])
+    kept = CliRunner().invoke(main, ["--url", backend_url, "verify-indexes", "--repair"])
+    assert kept.exit_code == 1, kept.output
+    cleared = CliRunner().invoke(main, ["--url", backend_url, "verify-indexes", "--repair", "--orphan-age", "0s"])
+    assert cleared.exit_code == 0, cleared.output
+
+
+def test_problems_left_counts_what_a_repair_could_not_fix():
+    table = dict.fromkeys(scrutiny.COUNTS, 0)
+    fixed = {"t": {**table, "missing": 3, "repaired_missing": 3, "orphan": 2, "deleted_orphans": 2, "foreign": 5}}
+    assert scrutiny.problems_left(fixed, repair=True) == 0 and scrutiny.problems_left(fixed) == 5
+    young = {"t": {**fixed["t"], "deleted_orphans": 1}}
+    assert scrutiny.problems_left(young, repair=True) == 1
+    assert scrutiny.problems_left({"t": {**table, "unreadable": 1}}, repair=True) == 1
+
+
+ROUNDS = 4
+
+
+def test_socorro_and_socorro_store_take_turns(backend_url, backend_kind):
+    """Item 6: Socorro's 2016 cycle (new_crashes, process, save_processed) and ours take turns on
+    the same queues for several rounds; every crash is processed once, listed by time and by
+    signature, counted exactly after rollup, and the documented steps end at exit 0."""
+    processed, submitted, signature_of = {}, {}, {}
+    with open_store(backend_url) as store:
+        store.create_tables()
+        writer = _writer(store, backend_kind, backend_url)
+        try:
+            n = 0
+            for turn in range(ROUNDS + 2):
+                if turn < ROUNDS:  # each side submits three (whole seconds among them: 19-char keys)
+                    for side in ("socorro", "ours", "socorro", "ours", "socorro", "ours"):
+                        n += 1
+                        crash_id = cid("0123456789abcdef"[n % 16], 100 + n)
+                        at = datetime(2016, 9, 18, 6, turn, n, 0 if n % 3 == 0 else 1000 * n, tzinfo=UTC)
+                        submitted[crash_id] = at
+                        if side == "socorro":
+                            socorro_submit(writer, crash_id, at, legacy_zero=True)
+                        else:
+                            _ours(store, crash_id, at, legacy=True)
+                for crash_id in list(socorro_2016_new_crashes(writer, 2)):  # Socorro's turn
+                    processed[crash_id] = processed.get(crash_id, 0) + 1
+                    signature_of[crash_id] = f"sig::{crash_id[0] in '01234567'}"
+                    socorro_2016_save_processed(writer, _socorro_processed(crash_id, signature_of[crash_id]))
+                for crash_id in store.new_crashes(limit=3 if turn < ROUNDS else None):  # ours
+                    processed[crash_id] = processed.get(crash_id, 0) + 1
+                    signature_of[crash_id] = f"sig::{crash_id[0] in '01234567'}"
+                    _process(store, crash_id, signature_of[crash_id])
+        finally:
+            writer.close()
+        store.flush_counters()
+        assert processed == dict.fromkeys(submitted, 1)  # every crash, once, by one side or the other
+        in_order = sorted(submitted, key=lambda c: (submitted[c], c))
+        assert list(store.crashes_submitted(DAY, "2016-09-19")) == in_order
+        for signature in ("sig::True", "sig::False"):
+            assert list(store.crashes_by_signature(signature)) == [c for c in in_order if signature_of[c] == signature]
+        assert list(store.new_crashes()) == [] and list(store.new_crashes(queue="legacy")) == []
+        codes, results = _migrate(CliRunner(), ["--url", backend_url])
+        assert codes == [0, 0, 0, 0], [r.output for r in results]
+        assert store.get_metrics("2016-09-18")["submitted_crash_reports"] == len(submitted)
+        for signature in ("sig::True", "sig::False"):
+            expected = sum(1 for c in submitted if signature_of[c] == signature)
+            assert store.get_signature_counters(signature)["daily_2016-09-18"] == expected
+        sizes = store.queue_sizes()
+        assert (sizes["standard"], sizes["legacy"]) == (0, 0)
+        assert list(store.crashes_by_signature("sig::True")) == [c for c in in_order if signature_of[c] == "sig::True"]

@@ -211,3 +211,30 @@ def show_command(ctx, run_id, as_json):
 
 
 COMMANDS = [rollup_command, expire_command, reconcile_queue_command, verify_indexes_command, jobs_group]
+
+
+@click.command("expire-crashes")
+@click.option("--before", required=True, metavar="DATE", help="Delete crashes submitted before DATE (YYYY-MM-DD, UTC).")
+@click.option("--dry-run", is_flag=True, help="Count what would go; delete nothing.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def expire_crashes_command(ctx, before, dry_run, as_json):
+    """Delete every crash submitted before DATE with all its index pointers; its counts stay
+    (job 'expire-crashes').  A bad or future date exits 2."""
+    from ..jobs import retention
+    retention.parse_before(before)  # exit 2 before the store is opened
+    progress, close = _progress(as_json)
+    with open_existing(ctx) as backend:
+        try:
+            report = retention.run_expire_crashes(backend, before, dry_run=dry_run, progress=progress)
+        finally:
+            close()
+    if as_json:
+        echo_json(report)
+        return
+    verb = "would delete" if dry_run else "deleted"
+    click.echo(f"run {report['run_id']}: {verb} {report['crashes'] if dry_run else report['deleted']} crash(es) "
+               f"submitted before {report['before']} ({report['days']} day(s) read); counters kept")
+
+
+COMMANDS.append(expire_crashes_command)

@@ -48,21 +48,52 @@ def signatures_group():
     """Signature counters: the top-crashers report and one signature's history."""
 
 
+def _dimension_options(command):
+    command = click.option("--os", "os_name", default=None, metavar="O", help="Only crashes of this OS (os_name).")(command)
+    command = click.option("--version", default=None, metavar="V", help="Only this version (needs --product).")(command)
+    return click.option("--product", default=None, metavar="P", help="Only crashes of this product.")(command)
+
+
 @signatures_group.command("top")
 @range_options
+@_dimension_options
 @click.option("--limit", type=click.IntRange(1), default=DEFAULT_TOP, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--csv", "as_csv", is_flag=True, help="CSV: rank,signature,count,share,previous_rank,movement.")
 @click.pass_context
-def top(ctx, day, start, end, limit, as_json):
-    """Top crashers of the period, with their rank in the period before (from the counters)."""
+def top(ctx, day, start, end, product, version, os_name, limit, as_json, as_csv):
+    """Top crashers of the period, with their rank in the period before (from the counters);
+    of one product, version (with --product) or OS when asked."""
+    if as_json and as_csv:
+        raise click.UsageError("give --json or --csv, not both")
+    if version is not None and product is None:
+        raise click.UsageError("--version needs --product (versions are per product)")
     start, end = time_range(day, start, end)
     with open_existing_store(ctx) as store:
-        report = store.top_signatures(start, end, limit)
+        report = store.top_signatures(start, end, limit, product=product, version=version, os=os_name)
     if as_json:
         echo_json(report)
         return
+    if as_csv:
+        import csv
+        import io
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["rank", "signature", "count", "share", "previous_rank", "previous_count", "movement"])
+        for item in report["signatures"]:
+            writer.writerow([item["rank"], item["signature"], item["count"], item["share"],
+                             item["previous_rank"] if item["previous_rank"] is not None else "",
+                             item["previous_count"], item["movement"]])
+        click.echo(out.getvalue(), nl=False)
+        return
+    dimension = report.get("dimension")
+    if dimension:
+        asked = ", ".join(f"{k} {v}" for k, v in dimension["filter"].items())
+        click.echo(f"filter: {asked}" + ("" if dimension["counted_as"] == dimension["filter"] else
+                                           f" (over the cardinality cap: counted as {dimension['counted_as']})"))
+    submitted = report["submitted"] if report["submitted"] is not None else "n/a"
     click.echo(f"top crashers {report['start']} -> {report['end']}: {report['total']} crashes with a "
-               f"signature ({report['submitted']} submitted); previous period from {report['previous_start']}")
+               f"signature ({submitted} submitted); previous period from {report['previous_start']}")
     click.echo(f"{'rank':>4s} {'count':>7s} {'share':>7s}  {'before':>9s}  signature")
     for item in report["signatures"]:
         before = (f"#{item['previous_rank']} {item['movement']}" if item["previous_rank"] else "new")
@@ -71,12 +102,15 @@ def top(ctx, day, start, end, limit, as_json):
 
 @signatures_group.command("show")
 @click.argument("signature")
+@_dimension_options
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def show(ctx, signature, as_json):
+def show(ctx, signature, product, version, os_name, as_json):
     """A signature's counters at every level, when it was first seen, and charts of its counts."""
+    if version is not None and product is None:
+        raise click.UsageError("--version needs --product (versions are per product)")
     with open_existing_store(ctx) as store:
-        report = store.signature_report(signature)
+        report = store.signature_report(signature, product=product, version=version, os=os_name)
     if not report["counters"]:  # a typo would otherwise chart 78 zeros and exit 0
         raise NotFound(f"no counters for signature {signature!r} (`socorro-store signatures top` lists "
                        "the signatures of a period)")
@@ -105,18 +139,24 @@ def metrics_group():
 
 @metrics_group.command("show")
 @click.argument("row")
+@click.option("--product", default=None, metavar="P", help="The counters of this product.")
+@click.option("--version", default=None, metavar="V", help="With --product: of this version.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def metrics_show(ctx, row, as_json):
-    """The counters of a metrics row (yyyy[-mm[-dd[Thh[:mm]]]] or crash_report_queues).
+def metrics_show(ctx, row, product, version, as_json):
+    """The counters of a metrics row (yyyy[-mm[-dd[Thh[:mm]]]] or crash_report_queues), or those
+    of one product (and version) with --product [--version].
 
     An impossible interval (2026-13-45) exits 2; a row with no counters exits 1."""
+    if version is not None and product is None:
+        raise click.UsageError("--version needs --product (versions are per product)")
     if _INTERVAL_LIKE.match(row):  # Socorro's own row names pass to the library as they are
         parse_metrics_row(row)  # InvalidArgument (exit 2) for a malformed or impossible interval
     with open_existing_store(ctx) as store:
-        values = store.get_metrics(row)
+        values = store.get_metrics(row, product=product, version=version)
     if not values:
-        raise NotFound(f"no counters in metrics row {row!r}")
+        what = f" for product {product!r}" + (f" version {version!r}" if version else "") if product else ""
+        raise NotFound(f"no counters in metrics row {row!r}{what}")
     if as_json:
         echo_json(values)
         return

@@ -263,6 +263,8 @@ class Dimensions:
             if row in self._full:
                 return DK.OTHER
             cells = backend.get_row(SIGNATURES_SEEN, row, columns=[b"seen"])
+            # every value read is admitted for good: a full row's values are then all known here
+            self._admitted.update((row, c) for c in cells)
             if column not in cells:
                 if len(cells) >= self.caps[field]:
                     self._full.add(row)

@@ -3,12 +3,18 @@
 Both read only counters (``crash_report_signatures`` columns ``counters:hourly_…``/``daily_…``/
 ``monthly_…``/``yearly_…`` and ``metrics`` rows); neither reads a crash row, so their cost does
 not grow with the number of crashes, only with the number of signatures.
+
+Filters (``product``, ``version``, ``os``) read the dimensioned columns of the same intervals
+(:mod:`socorro_store.schema.dimension_keys`): each filter is one exact column per interval, so
+a filtered report is the same single column-filtered scan.  A value over the cardinality cap
+has no columns of its own: the report says so (``counted_as``: ``##other##``).
 """
 
 from datetime import datetime, timedelta, timezone
 
 from ..checks import is_int
 from ..errors import InvalidArgument
+from ..schema import dimension_keys as DK
 from ..schema import keys as K
 from . import counters
 
@@ -42,7 +48,27 @@ def _ranked(counts):
     return {row: (rank, n) for rank, (n, row) in enumerate(order, 1)}
 
 
-def top_signatures(backend, start, end, limit=DEFAULT_TOP):
+def _filter(backend, product, version, os):
+    """``(key, description)`` of a report filter: key None without one; ``description`` says
+    each value asked for and the value it is counted as (``##other##`` over the cap)."""
+    key = DK.filter_key(product, version, os)
+    if key is None:
+        return None, None
+    wanted = {"product": product, "version": version, "os": os}
+    described = {name: value for name, value in wanted.items() if value is not None}
+    counted = dict(described)
+    # read-only look-up of the registry: a value never admitted is counted as ##other## once full
+    for field in described:
+        value = DK.normalize(described[field])
+        row = DK.registry_row(field, DK.normalize(product) if field == "version" else None)
+        cells = backend.get_row(K.SIGNATURES_SEEN, row, columns=[b"seen"])
+        if value not in (DK.UNKNOWN, DK.OTHER) and DK.registry_column(value) not in cells and \
+                len(cells) >= counters.DIMENSION_CAPS[field]:
+            counted[field] = DK.OTHER
+    return key, {"filter": described, "counted_as": counted}
+
+
+def top_signatures(backend, start, end, limit=DEFAULT_TOP, product=None, version=None, os=None):
     """The top-crashers report of ``[start, end)`` (whole hours, or whole days).
 
     Returns ``{"start", "end", "previous_start", "total", "submitted", "signatures": [...]}`` where
@@ -51,15 +77,21 @@ def top_signatures(backend, start, end, limit=DEFAULT_TOP):
     length just before, and ``movement``: ``new``, ``up``, ``down`` or ``same``.  ``submitted``
     is the crashes submitted in the period by the ``metrics`` rows (processed or not).
     One column-filtered scan of ``crash_report_signatures`` and one read of ``metrics``.
+
+    ``product`` / ``version`` (with its product) / ``os``: only the crashes of that product,
+    version, OS (any combination); ``total`` is then the filter's total, ``submitted`` the
+    filter's submitted crashes (None with an OS filter: the raw crash has no OS), and
+    ``dimension`` says the filter and what it is counted as.
     """
     start, end = K.parse_timestamp(start, "start"), K.parse_timestamp(end, "end")
     if limit is not None and (not is_int(limit) or limit < 1):
         raise InvalidArgument(f"limit must be a positive int: {limit!r}")
+    key, dimension = _filter(backend, product, version, os)
     level, moments = _intervals(start, end)
     previous_start = start - (end - start)
     _, previous = _intervals(previous_start, start)
-    current_cols = {K.signature_counter_column(level, K.metrics_row(m, level)) for m in moments}
-    previous_cols = {K.signature_counter_column(level, K.metrics_row(m, level)) for m in previous}
+    current_cols = {DK.with_key(K.signature_counter_column(level, K.metrics_row(m, level)), key) for m in moments}
+    previous_cols = {DK.with_key(K.signature_counter_column(level, K.metrics_row(m, level)), key) for m in previous}
     now_counts, then_counts = {}, {}
     for row, cells in backend.scan(K.SIGNATURES, columns=sorted(current_cols | previous_cols), page_size=1000):
         for column, value in cells.items():
@@ -71,9 +103,12 @@ def top_signatures(backend, start, end, limit=DEFAULT_TOP):
     total = sum(n for n in now_counts.values() if n > 0)
     ranks, previous_ranks = _ranked(now_counts), _ranked(then_counts)
     metric_rows = [K.metrics_row(m, level) for m in moments]
-    metrics = backend.get_rows(K.METRICS, metric_rows, columns=[K.counter_column(counters.SUBMITTED)])
-    submitted = sum(K.decode_counter(cells[K.counter_column(counters.SUBMITTED)])
-                    for cells in metrics.values() if len(cells.get(K.counter_column(counters.SUBMITTED), b"")) == 8)
+    submitted_column = DK.with_key(K.counter_column(counters.SUBMITTED), key)
+    metrics = backend.get_rows(K.METRICS, metric_rows, columns=[submitted_column])
+    submitted = sum(K.decode_counter(cells[submitted_column])
+                    for cells in metrics.values() if len(cells.get(submitted_column, b"")) == 8)
+    if os is not None:
+        submitted = None  # submitted crashes are counted per product and version only
     signatures = []
     for row, (rank, n) in sorted(ranks.items(), key=lambda item: item[1][0])[:limit]:
         before = previous_ranks.get(row)
@@ -86,7 +121,8 @@ def top_signatures(backend, start, end, limit=DEFAULT_TOP):
                            "previous_rank": before[0] if before else None,
                            "previous_count": before[1] if before else 0, "movement": movement})
     return {"start": start.isoformat(), "end": end.isoformat(), "previous_start": previous_start.isoformat(),
-            "level": level, "total": total, "submitted": submitted, "signatures": signatures}
+            "level": level, "total": total, "submitted": submitted, "signatures": signatures,
+            **({"dimension": dimension} if dimension else {})}
 
 
 def _first_seen(by_level):
@@ -103,15 +139,15 @@ def _first_seen(by_level):
     return found
 
 
-def signature_report(backend, signature, now=None):
+def signature_report(backend, signature, now=None, product=None, version=None, os=None):
     """Everything the counters say of one signature.
 
     ``{"signature", "counters": {level: {interval row: n}}, "first_seen": {"level", "start"} or
     None, "hourly": [[hour row, n]] (the last 48 hours), "daily": [[day row, n]] (the last 30
-    days)}``.  One row read.
+    days)}``.  One row read.  ``product``/``version``/``os``: the counts of that filter only.
     """
     now = datetime.now(timezone.utc) if now is None else K.parse_timestamp(now, "now")
-    cells = counters.get_signature_counters(backend, signature)
+    cells = counters.get_signature_counters(backend, signature, product, version, os)
     by_level = {}
     for name, n in cells.items():
         try:

@@ -232,11 +232,12 @@ class CrashStore:
         return crashes.hang_pair(self.backend, hang_id)
 
     # -- counters ----------------------------------------------------------------------------
-    def get_metrics(self, row):
-        return counters.get_metrics(self.backend, row)
+    def get_metrics(self, row, product=None, version=None):
+        """Plain counters of a metrics row; with ``product`` (``version``) that dimension's."""
+        return counters.get_metrics(self.backend, row, product, version)
 
-    def get_signature_counters(self, signature):
-        return counters.get_signature_counters(self.backend, signature)
+    def get_signature_counters(self, signature, product=None, version=None, os=None):
+        return counters.get_signature_counters(self.backend, signature, product, version, os)
 
     def queue_sizes(self):
         return counters.queue_sizes(self.backend)
@@ -260,8 +261,15 @@ class CrashStore:
     def queue_status(self, now=None):
         return inspect.queue_status(self.backend, now)
 
-    def top_signatures(self, start, end, limit=reports.DEFAULT_TOP):
-        return reports.top_signatures(self.backend, start, end, limit)
+    def top_signatures(self, start, end, limit=reports.DEFAULT_TOP, product=None, version=None, os=None):
+        """Top crashers of ``[start, end)``, of one product/version/OS if asked (:mod:`reports`)."""
+        return reports.top_signatures(self.backend, start, end, limit, product, version, os)
 
-    def signature_report(self, signature, now=None):
-        return reports.signature_report(self.backend, signature, now)
+    def signature_report(self, signature, now=None, product=None, version=None, os=None):
+        return reports.signature_report(self.backend, signature, now, product, version, os)
+
+    def expire_crashes(self, before, dry_run=False, now=None, progress=None):
+        """Delete every crash submitted before ``before`` (a date), keeping its counts; see
+        :mod:`socorro_store.jobs.retention`."""
+        from ..jobs import retention  # jobs import the crash store: imported when used
+        return retention.run_expire_crashes(self.backend, before, dry_run=dry_run, now=now, progress=progress)

@@ -1,0 +1,116 @@
+"""Dimensioned counters and filtered reports: ground truth over products, versions and OSes."""
+
+import collections
+import random
+from datetime import timedelta
+
+from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+
+from socorro_store.backends import RowMutation
+from socorro_store.crashstore import counters
+from socorro_store.jobs import rollup
+from socorro_store.schema import dimension_keys as DK
+from socorro_store.schema import keys as K
+
+PRODUCTS = {"Firefox": ["120.0", "121.0"], "Thunderbird": ["115.3"]}
+OSES = ["Windows NT", "Linux", "Mac OS X"]
+SIGS = ["js::GC", "nsFoo::Bar", "mozalloc_abort", "OOM | small"]
+DAY = BASE_TIME.replace(hour=0)
+
+
+def _load(store, n=120, seed=7):
+    """Save and process ``n`` crashes over a day; return their (product, version, os, signature)."""
+    rng = random.Random(seed)
+    truth = []
+    for i in range(n):
+        product = rng.choice(sorted(PRODUCTS))
+        version, os_name, sig = rng.choice(PRODUCTS[product]), rng.choice(OSES), rng.choice(SIGS)
+        cid = crash_id("0123456789abcdef"[i % 16], DAY, rng)
+        store.save_raw_crash(raw_crash(cid, DAY + timedelta(minutes=7 * i), ProductName=product, Version=version), {}, cid)
+        store.save_processed(processed(cid, sig, product=product, version=version, os_name=os_name))
+        truth.append((product, version, os_name, sig))
+    return truth
+
+
+def _expected(truth, product=None, version=None, os=None):
+    return collections.Counter(s for p, v, o, s in truth if product in (None, p) and version in (None, v)
+                               and os in (None, o))
+
+
+def _check_top(store, truth):
+    filters = [{}, {"product": "Firefox"}, {"product": "Thunderbird"}, {"product": "Firefox", "version": "121.0"},
+               {"os": "Linux"}, {"product": "Firefox", "os": "Mac OS X"},
+               {"product": "Firefox", "version": "120.0", "os": "Windows NT"}, {"product": "Nope"}]
+    for f in filters:
+        report = store.top_signatures(DAY, DAY + timedelta(days=1), limit=10, **f)
+        expected = _expected(truth, **f)
+        assert {s["signature"]: s["count"] for s in report["signatures"]} == dict(expected), f
+        assert report["total"] == sum(expected.values()), f
+        ranks = [s["rank"] for s in report["signatures"]]
+        assert ranks == list(range(1, len(ranks) + 1))
+        if "os" not in f:
+            assert report["submitted"] == sum(expected.values())
+
+
+def test_top_crashers_per_filter_are_exact_live_and_after_rollup(store):
+    truth = _load(store)
+    _check_top(store, truth)  # live counters
+    for p, versions in PRODUCTS.items():
+        n = sum(1 for t in truth if t[0] == p)
+        assert store.get_metrics("2016-09-18", product=p) == {"submitted_crash_reports": n}
+        for v in versions:
+            assert store.get_metrics("2016", product=p, version=v)["submitted_crash_reports"] == \
+                sum(1 for t in truth if t[:2] == (p, v))
+    # corrupt one dimensioned cell; the roll-up makes every filter exact again, and a rerun writes nothing
+    column = DK.with_key(K.signature_counter_columns(DAY)["day"], DK.filter_key("Firefox"))
+    store.backend.mutate_rows(K.SIGNATURES, [RowMutation(K.signature_row("js::GC"), {column: K.encode_counter(999)})])
+    assert store.top_signatures(DAY, DAY + timedelta(days=1), product="Firefox")["total"] > 900
+    report = rollup.run_rollup(store.backend, until=DAY + timedelta(days=3), since="2016-09-01")
+    assert report["drift"].get("signatures_dimensions", 0) >= 1
+    _check_top(store, truth)
+    again = rollup.run_rollup(store.backend, until=DAY + timedelta(days=3), since="2016-09-01")
+    assert again["cells_written"] == 0 and again["cells_deleted"] == 0
+    # the month and year levels carry the dimensions too
+    month = store.get_signature_counters("js::GC", product="Thunderbird")
+    assert month.get("monthly_2016-09", 0) == _expected(truth, product="Thunderbird")["js::GC"]
+
+
+def test_rank_movement_and_missing_processed_fields_fall_back_to_the_raw_crash(store):
+    a, b, c = (crash_id(s, DAY) for s in "abc")
+    prev = DAY - timedelta(days=1)
+    d = crash_id("d", prev)
+    store.save_raw_crash(raw_crash(d, prev + timedelta(hours=1), ProductName="Fenix", Version="1"), {}, d)
+    store.save_processed(processed(d, "old", product="Fenix", version="1", os_name="Android"))
+    for cid, sig in ((a, "new"), (b, "new"), (c, "old")):
+        store.save_raw_crash(raw_crash(cid, DAY + timedelta(hours=1), ProductName="Fenix", Version="2"), {}, cid)
+        store.save_processed(processed(cid, sig))  # no product/version/os_name in the processed crash
+    rollup.run_rollup(store.backend, until=DAY + timedelta(days=3))
+    report = store.top_signatures(DAY, DAY + timedelta(days=1), product="Fenix")
+    by_sig = {s["signature"]: s for s in report["signatures"]}
+    assert (by_sig["new"]["count"], by_sig["new"]["rank"], by_sig["new"]["movement"]) == (2, 1, "new")
+    assert (by_sig["old"]["count"], by_sig["old"]["previous_rank"], by_sig["old"]["movement"]) == (1, 1, "down")
+    assert store.top_signatures(DAY, DAY + timedelta(days=1), product="Fenix", version="2")["total"] == 3
+    assert store.top_signatures(DAY, DAY + timedelta(days=1), os=DK.UNKNOWN)["total"] == 3
+
+
+def test_ten_thousand_versions_are_capped_with_an_other_bucket(store):
+    cap = counters.DIMENSION_CAPS["version"]
+    cids = []
+    for i in range(10000):
+        cid = crash_id("0123456789abcdef"[i % 16], DAY, random.Random(i))
+        cids.append(cid)
+    store.save_raw_crashes([(raw_crash(cid, DAY + timedelta(seconds=i), ProductName="Firefox",
+                                       Version=f"{i}.0"), {}, cid) for i, cid in enumerate(cids)])
+    counted = store.get_metrics("2016-09-18", product="Firefox")
+    assert counted == {"submitted_crash_reports": 10000}
+    row = store.backend.get_row(K.METRICS, b"2016-09-18")
+    version_columns = [c for c in row if b"|pv=" in c]
+    assert cap <= len(version_columns) <= cap + 1 + 1  # admitted versions + ##other## (+ one racing admission)
+    other = store.get_metrics("2016-09-18", product="Firefox", version=DK.OTHER)["submitted_crash_reports"]
+    admitted = sum(store.get_metrics("2016-09-18", product="Firefox", version=f"{i}.0").get(
+        "submitted_crash_reports", 0) for i in range(10000))
+    assert admitted == len(version_columns) - 1 and admitted + other == 10000
+    # the roll-up maps through the same registry: nothing moves
+    report = rollup.run_rollup(store.backend, until=DAY + timedelta(days=3))
+    assert report["drift"].get("metrics_dimensions", 0) == 0
+    assert store.get_metrics("2016-09-18", product="Firefox", version=DK.OTHER)["submitted_crash_reports"] == other

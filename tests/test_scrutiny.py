@@ -118,3 +118,15 @@ def test_repair_does_not_requeue_a_crash_processed_during_the_check(embedded_url
         assert report[K.UNPROCESSED_FLAG]["missing"] == 1  # seen as missing by the scan...
         assert report[K.UNPROCESSED_FLAG]["repaired_missing"] == 0  # ...but not written back
         assert queue_table_left(store.backend) == ([], True)
+
+
+def test_verify_indexes_reports_progress(loaded):
+    backend, _specs = loaded
+    seen = []
+    scrutiny.run_verify_indexes(backend, progress=lambda phase, done, total: seen.append((phase, done, total)))
+    assert seen[0] == ("crash rows", 1, 1) and seen[-1] == ("indexes", 7, 7)
+    assert [done for phase, done, _t in seen if phase == "indexes"] == list(range(1, 8))
+    seen.clear()
+    scrutiny.run_verify_indexes(backend, since="2016-09-18", until="2016-09-21",
+                                progress=lambda phase, done, total: seen.append((phase, done, total)))
+    assert [s for s in seen if s[0] == "days"] == [("days", 1, 3), ("days", 2, 3), ("days", 3, 3)]

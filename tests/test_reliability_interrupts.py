@@ -130,8 +130,11 @@ def test_a_caller_interrupted_while_its_group_is_in_flight_has_its_outcome_hande
     assert writer.started.wait(JOIN_S)
     behind = []
 
-    def sequence():  # "b" queues, then the main thread; group two is [b, m], led by b's thread
-        behind.append(caller(commit, "b", outcomes))
+    # "b" queues, then the main thread: group two is [b, m], led by b's thread
+    behind.append(caller(commit, "b", outcomes))
+    wait_until(lambda: commit.queued == 1, "b queued")
+
+    def sequence():
         wait_until(lambda: commit.queued == 2, "the main thread queued behind b")
         writer.gate.set()
         assert second_started.wait(JOIN_S)

@@ -90,9 +90,20 @@ def get_rows(conn, info, rows, select, timestamp, versions, ts_now, stats):
     return out
 
 
+class Cells(list):
+    """A row's cells, read with named qualifiers for the families in ``explicit_families``.
+
+    HBase scans such a family with an ExplicitColumnTracker, which a filter can tell apart
+    (``gateway.filters.apply_filter``: the empty qualifier's versions)."""
+
+    def __init__(self, cells, explicit_families):
+        super().__init__(cells)
+        self.explicit_families = explicit_families
+
+
 def scan_page(conn, info, first, last, select, timestamp, versions, ts_now, stats):
     """``[(row, cells)]`` of the rows in ``[first, last]`` (ascending), rows with no visible
-    cell omitted."""
+    cell omitted.  With families selected by qualifier, ``cells`` is a :class:`Cells`."""
     cols = _columns(info, select, timestamp, versions)
     where, args = "row >= ? AND row <= ?", [first, last]
     if select is not None:
@@ -117,6 +128,9 @@ def scan_page(conn, info, first, last, select, timestamp, versions, ts_now, stat
                 winners.append((row, cells))
         out = _with_values(conn, winners, stats, loaded)
     stats.add(examined, 0, 0)
+    explicit = frozenset(fam for fam, quals in (select or {}).items() if quals is not None)
+    if explicit:
+        out = [(row, Cells(cells, explicit)) for row, cells in out]
     return out
 
 

@@ -13,6 +13,9 @@ protocol the way HBase's region scanner does (``UserScanQueryMatcher.mergeFilter
 * ``NEXT_ROW`` ends the row for the cell's *family* only: each family is a store scanner of its
   own, so the other families' cells are still offered (a ColumnRangeFilter past its upper bound
   in family ``a`` still lets family ``b``'s columns in range through).
+* the empty qualifier's versions are each offered (a "next column" seek stops at its next
+  version), and a filter's ``filter_all_remaining`` ends each family's store as it next
+  matches a cell, for the rest of the scan (see :func:`apply_filter`).
 
 Errors raise :class:`FilterError`, HBase's IllegalArgumentException.
 """
@@ -261,13 +264,28 @@ class PageFilter(Filter):
 
 
 class ColumnCountGetFilter(Filter):
+    """The first ``limit`` columns of a row, then the scan ends in a way only HBase's stores explain.
+
+    Every offered cell counts one (``INCLUDE_AND_NEXT_COL`` up to ``limit``, ``NEXT_COL`` beyond)
+    and ``filter_all_remaining`` is true once the count exceeds ``limit``; ``reset`` (after each
+    row) sets it back to 0.  While it is true, each family's store scanner that matches another
+    cell ends for the rest of the scan (:func:`apply_filter`), so later rows lose those families;
+    the scan itself goes on, since the check between rows comes after the reset."""
+
     def __init__(self, limit):
         if limit < 0:
             raise FilterError(f"Limit must be positive {limit}")
         self.limit = limit
+        self.count = 0
 
     def reset(self):
         self.count = 0
+
+    def filter_row_key(self, row):
+        return self.filter_all_remaining()
+
+    def filter_all_remaining(self):
+        return self.count > self.limit
 
     def filter_cell(self, cell):
         self.count += 1
@@ -275,21 +293,25 @@ class ColumnCountGetFilter(Filter):
 
 
 class ColumnPaginationFilter(Filter):
+    """Columns ``offset`` to ``offset + limit - 1`` of each row, counted across families.
+
+    HBase counts *calls*, not distinct columns: every cell offered is one more, and
+    ``NEXT_COL`` / ``INCLUDE_AND_NEXT_COL`` normally move past a column's other versions, so
+    a call is a column.  The empty qualifier is the exception (:func:`apply_filter`): its next
+    version is offered again and counts as another column."""
+
     def __init__(self, limit, offset):
         if limit < 0 or offset < 0:
             raise FilterError("Limit and offset must be positive")
         self.limit, self.offset = limit, offset
 
     def reset(self):
-        self.count, self.last = 0, None
+        self.count = 0
 
     def filter_cell(self, cell):
-        column = (cell[0], cell[1])
-        if column != self.last:
-            self.last = column
-            self.count += 1
-        if self.count > self.offset + self.limit:
+        if self.count >= self.offset + self.limit:
             return NEXT_ROW, cell
+        self.count += 1
         return (INCLUDE_AND_NEXT_COL if self.count > self.offset else NEXT_COL), cell
 
 
@@ -472,42 +494,80 @@ class FilterList(Filter):
         return any(done) if self.all else all(done)
 
 
-def apply_filter(flt, row, cells):
+def apply_filter(flt, row, cells, closed=None):
     """Run one row through ``flt`` as HBase's scanner does; return the kept cells or None.
 
     ``cells`` are every visible version (at most the family's VERSIONS per column), sorted by
-    family, qualifier, newest first.  At most one version per column is kept: the first the
-    filter includes.  The filter still sees the next version (HBase counts versions again
-    after the filter and only then seeks to the next column).
+    family, qualifier, newest first.  Each family is a store scanner of its own
+    (``StoreScanner`` + ``UserScanQueryMatcher``):
+
+    * A column's versions are offered newest first.  ``INCLUDE`` keeps the first version only,
+      but HBase counts versions again after the filter and only then seeks to the next column,
+      so the version behind an included one is still offered (a ValueFilter can surface an
+      older version; a ``SKIP`` filter sees it).
+    * ``NEXT_COL`` and ``INCLUDE_AND_NEXT_COL`` seek to the next column, except for the empty
+      qualifier: there HBase's "key for the next column" is the next *version* of the same
+      column (``ScanQueryMatcher.getKeyForNextColumn``, HBASE-18471: a DeleteFamily marker
+      could sort there), so each of its versions is offered again (a counting filter counts
+      it as another column).  Only the first version a filter includes is answered: probes of
+      HBase 2.6.1 show no later one, not even as a batch of its own (``scan_batching``).
+      A family read by named qualifiers (``cells.explicit_families``, HBase's
+      ExplicitColumnTracker) is the exception to the exception: its tracker marks the column
+      done, so the empty qualifier's later versions are not offered.
+    * ``NEXT_ROW`` ends the row for the cell's family only.
+    * A store's matcher asks ``filter_all_remaining`` before every cell it matches, the first
+      cell of its next row included, and a true answer ends that store for the rest of the scan
+      (``DONE_SCAN``).  ``closed`` (a set kept across the rows of one scan) holds those
+      families.  For filters whose verdict never goes back this just ends the scan; for
+      ColumnCountGetFilter, whose count ``reset`` clears after each row, it drops families
+      from all later rows.
     """
+    if closed is None:
+        closed = set()
+    explicit = getattr(cells, "explicit_families", ())
     flt.reset()
     if flt.filter_row_key(row):
         return None
-    kept, column, included, done_column, done_family = [], None, 0, None, None
+    kept, column, done_column, done_family = [], None, None, None
+    family, after_filter, kept_column = None, 0, None
     for cell in cells:
-        if cell[0] == done_family:
+        fam = cell[0]
+        if fam != family:
+            if family is not None and family not in closed and flt.filter_all_remaining():
+                closed.add(family)  # the store's next match (next row) ends it
+            family = fam
+        if fam in closed or fam == done_family:
             continue
-        key = (cell[0], cell[1])
+        if flt.filter_all_remaining():
+            closed.add(fam)
+            continue
+        key = (fam, cell[1])
         if key != column:
-            column, included = key, 0
+            column, after_filter = key, 0
         elif key == done_column:
             continue
+        # the empty qualifier's "next column" is its next version: only an explicit column
+        # tracker marks it done
+        next_col = key if cell[1] or fam in explicit else None
         code, out = flt.filter_cell(cell)
         if code == INCLUDE:
-            included += 1
-            if included == 1:
+            after_filter += 1
+            if after_filter == 1 and key != kept_column:
                 kept.append(out)
-            else:  # a second included version: HBase drops it and seeks to the next column
-                done_column = key
+                kept_column = key
+            elif after_filter > 1:  # a second included version: HBase drops it, seeks on
+                done_column = next_col
         elif code == INCLUDE_AND_NEXT_COL:
-            kept.append(out)
-            done_column = key
+            if key != kept_column:
+                kept.append(out)
+                kept_column = key
+            done_column = next_col
         elif code == NEXT_COL:
-            done_column = key
+            done_column = next_col
         elif code == NEXT_ROW:
-            done_family = cell[0]  # a store scanner seeks its own family to the next row
-        if flt.filter_all_remaining():
-            break
+            done_family = fam  # a store scanner seeks its own family to the next row
+    if family is not None and family not in closed and flt.filter_all_remaining():
+        closed.add(family)
     kept = flt.transform_row(kept)
     if not kept or flt.filter_row():
         return None

@@ -36,11 +36,16 @@ class Scanner:
 
     @staticmethod
     def _generate(rows, flt, batch):
+        closed = set()  # families whose store scanner a filter ended (see apply_filter)
         for row, cells in rows:
             if flt is not None:
+                # HBase's region scanner resets the filter after each row and only then asks
+                # filterAllRemaining: a verdict that reset clears (ColumnCountGetFilter's) does
+                # not end the scan.
+                flt.reset()
                 if flt.filter_all_remaining():
                     return
-                cells = apply_filter(flt, row, cells)
+                cells = apply_filter(flt, row, cells, closed)
                 if cells is None:
                     continue
             if batch:

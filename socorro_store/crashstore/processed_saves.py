@@ -98,6 +98,7 @@ class Plan:
                         K.CRASH_REPORTS: []}
         self.claims_done = []
         legacy = state["legacy"] == 0
+        dimension_cells = {**state.get("raw_dimensions", {}), **crash.puts}  # processed values win
         # The queue pointers go every time, not only on first processing: deletes are idempotent,
         # and a retry after a save whose clean-up failed must not leave the crash queued forever.
         for form in time_index_key_forms(crash.crash_id, submitted):  # Socorro's 19-char keys too
@@ -112,7 +113,7 @@ class Plan:
         row_deletes = [COL_DEAD_LETTERED]
         if not state["processed"]:
             first = counters.queue_increments(inserts_processed_legacy=int(legacy))
-            first += counters.signature_increments(crash.signature, submitted, cells=crash.puts)
+            first += counters.signature_increments(crash.signature, submitted, cells=dimension_cells)
             if crash.error:
                 first += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS])
             fresh = [(crash.signature, submitted)]
@@ -128,8 +129,8 @@ class Plan:
                 if old is not None:
                     self.cleanup[K.SIGNATURE_OOID].append(
                         RowMutation(K.signature_index_key(old, submitted, crash.crash_id), delete_row=True))
-                    self.increments += counters.signature_increments(old, submitted, -1)
-                self.increments += counters.signature_increments(crash.signature, submitted)
+                    self.increments += counters.signature_increments(old, submitted, -1, cells=dimension_cells)
+                self.increments += counters.signature_increments(crash.signature, submitted, cells=dimension_cells)
                 self.fresh.append((crash.signature, submitted))
             if crash.error != bool(state.get("error")):  # counted once per crash: move it
                 self.increments += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS],

@@ -6,11 +6,13 @@ save) and by :mod:`crashes` (saving, reprocessing requests, ``get_processing_sta
 
 from ..errors import CrashIDNotFound
 from ..schema import keys as K
+from ..schema.crash_facts import COL_PRODUCT, COL_VERSION
 from ..schema.stored import stored_legacy, stored_processed, stored_time
 
 #: ``flags:dead_lettered``: the failed attempts of a crash the queue stopped handing out (our
 #: addition; see :mod:`socorro_store.schema.queue_keys`).
 COL_DEAD_LETTERED = b"flags:dead_lettered"
+RAW_DIMENSION_COLUMNS = (COL_PRODUCT, COL_VERSION)
 STATE_COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_PROCESSED_AT, K.COL_HANG, K.COL_SIGNATURE]
 
 
@@ -31,6 +33,8 @@ def crash_state(cells, crash_id):
         "processed_at": cells.get(K.COL_PROCESSED_AT),
         "hang": cells.get(K.COL_HANG),
         "dead_lettered": int(dead) if dead and dead.isdigit() else None,
+        # the raw crash's product and version: a processed crash without its own falls back to them
+        "raw_dimensions": {column: cells[column] for column in RAW_DIMENSION_COLUMNS if column in cells},
     }
 
 

@@ -79,11 +79,11 @@ def test_late_crash_is_counted_at_the_next_run(loaded):
     rollup.run_rollup(backend, until=UNTIL)
     first = min(specs, key=lambda spec: spec["submitted"])  # 2016-12-30: before the lookback days
     late = dict(first, id="0" + first["id"][1:], hang=None)
-    with open_store.__globals__["CrashStore"](backend) as store:
-        ingest(store, [late])
-        # its increment of the hour row was lost; the day row's arrived, so the day's digest differs
-        backend.increment_many([Increment(K.METRICS, K.metrics_row(late["submitted"], "hour"),
-                                          b"counters:submitted_crash_reports", -1)])
+    store = open_store.__globals__["CrashStore"](backend)  # not closed: that would close `backend`
+    ingest(store, [late])
+    # its increment of the hour row was lost; the day row's arrived, so the day's digest differs
+    backend.increment_many([Increment(K.METRICS, K.metrics_row(late["submitted"], "hour"),
+                                      b"counters:submitted_crash_reports", -1)])
     report = rollup.run_rollup(backend, until=UNTIL)
     assert report["days"] == rollup.DEFAULT_LOOKBACK_DAYS + 1  # the lookback days + the changed day
     assert live_counters(backend) == expected_counters(specs + [late])

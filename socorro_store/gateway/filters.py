@@ -225,14 +225,16 @@ class MultipleColumnPrefixFilter(ColumnPrefixFilter):
 
 
 class ColumnRangeFilter(Filter):
-    """HBase passes '' through as an empty bound (not "unbounded"), so an empty max excludes all."""
+    """HBase passes '' through as an empty bound (not "unbounded"), so an empty max excludes all;
+    an empty min, though, is no lower bound at all: ``('', false, …)`` still lets the empty
+    qualifier through (probed on HBase 2.6.1)."""
 
     def __init__(self, low, low_inclusive, high, high_inclusive):
         self.low, self.low_inclusive, self.high, self.high_inclusive = low, low_inclusive, high, high_inclusive
 
     def filter_cell(self, cell):
         qual = cell[1]
-        if qual < self.low or (qual == self.low and not self.low_inclusive):
+        if self.low and (qual < self.low or (qual == self.low and not self.low_inclusive)):
             return NEXT_COL, cell
         if qual < self.high or (qual == self.high and self.high_inclusive):
             return INCLUDE, cell

@@ -4,54 +4,29 @@ metrics show, raw get/scan, export/import, --version, exit codes."""
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from cli_helpers import DAY, copy_url, fails, make_demo_store, ok, run
 from click.testing import CliRunner
 
 from socorro_store import open_store
 from socorro_store.cli import main
 from socorro_store.config import ENV_VAR
-from socorro_store.demo import run_demo
 from socorro_store.jobs import scrutiny
 from socorro_store.schema import keys as K
 
-DAY = (datetime.now(timezone.utc) - timedelta(days=1)).date()  # the demo's day
-
-
 @pytest.fixture(scope="module")
 def demo_store(tmp_path_factory):
-    path = tmp_path_factory.mktemp("demo") / "store"
-    run_demo(f"embedded://{path}", crashes=60, processors=2, dump_kb=1, seed=5, day=DAY)
-    return path
+    return make_demo_store(tmp_path_factory, "demo", crashes=60, seed=5, processors=2)
 
 
 @pytest.fixture
 def url(demo_store, tmp_path):
     """A private copy of the demo store (commands here may change it)."""
-    copy = tmp_path / "store"
-    shutil.copytree(demo_store, copy)
-    return f"embedded://{copy}"
-
-
-def run(url, *args, input=None):
-    return CliRunner().invoke(main, ["--url", url, *args], input=input, catch_exceptions=False)
-
-
-def ok(result):
-    assert result.exit_code == 0, (result.stdout, result.stderr)
-    return result.stdout
-
-
-def fails(result, code):
-    """Exit ``code``, one ``Error:`` line on stderr, no traceback."""
-    assert result.exit_code == code, (result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: ") and "Traceback" not in result.stderr, result.stderr
-    return lines[0]
+    return copy_url(demo_store, tmp_path)
 
 
 def day_ids(url):

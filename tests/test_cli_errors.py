@@ -3,48 +3,34 @@ exits 1 with one line, file errors are one line, and a missing embedded store is
 the `tables create` hint and never created."""
 
 import json
-import shutil
-from datetime import datetime, timedelta, timezone
 
 import pytest
-from click.testing import CliRunner
+from cli_helpers import DAY, copy_url, make_demo_store, run
+from cli_helpers import fails as shared_fails
 from store_helpers import all_rows
 
 from socorro_store import open_store
 from socorro_store.backends import open_backend
-from socorro_store.cli import main
-from socorro_store.demo import run_demo
 from socorro_store.errors import StoreNotFound
 
-DAY = (datetime.now(timezone.utc) - timedelta(days=1)).date()
 HINT = "run `socorro-store tables create`"
 
 
 @pytest.fixture(scope="module")
 def demo_store(tmp_path_factory):
-    path = tmp_path_factory.mktemp("errors") / "store"
-    run_demo(f"embedded://{path}", crashes=20, processors=1, dump_kb=1, seed=3, day=DAY)
-    return path
+    return make_demo_store(tmp_path_factory, "errors", crashes=20, seed=3)
 
 
 @pytest.fixture
 def url(demo_store, tmp_path):
-    copy = tmp_path / "store"
-    shutil.copytree(demo_store, copy)
-    return f"embedded://{copy}"
-
-
-def run(url, *args, input=None):
-    return CliRunner().invoke(main, ["--url", url, *args], input=input, catch_exceptions=False)
+    return copy_url(demo_store, tmp_path)
 
 
 def fails(result, code):
-    """Exit ``code``, one ``Error:`` line on stderr, nothing on stdout, no traceback."""
-    assert result.exit_code == code, (result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: ") and "Traceback" not in result.stderr, result.stderr
+    """As :func:`cli_helpers.fails`, and nothing on stdout."""
+    line = shared_fails(result, code)
     assert result.stdout == ""
-    return lines[0]
+    return line
 
 
 def rows_of(url):

@@ -4,29 +4,21 @@
 import csv
 import io
 import json
-import shutil
-from datetime import datetime, timedelta, timezone
 
 import pytest
+from cli_helpers import DAY, copy_url, make_demo_store
 from click.testing import CliRunner
 
 from socorro_store.cli import main
-from socorro_store.demo import run_demo
-
-DAY = (datetime.now(timezone.utc) - timedelta(days=1)).date()
-
 
 @pytest.fixture(scope="module")
 def demo_store(tmp_path_factory):
-    path = tmp_path_factory.mktemp("formats") / "store"
-    run_demo(f"embedded://{path}", crashes=12, processors=1, dump_kb=1, seed=7, day=DAY)
-    return path
+    return make_demo_store(tmp_path_factory, "formats", crashes=12, seed=7)
 
 
 @pytest.fixture
 def url(demo_store, tmp_path):
-    shutil.copytree(demo_store, tmp_path / "store")
-    return f"embedded://{tmp_path / 'store'}"
+    return copy_url(demo_store, tmp_path)
 
 
 def run(url, *args):

@@ -81,6 +81,11 @@ class Backend(abc.ABC):
     #: Table-spec attributes this backend has no notion of (``tables verify`` says "not applicable").
     not_applicable_attributes = ()
 
+    #: True when :meth:`check_and_put` writes every cell of ``puts`` atomically with its check
+    #: (the embedded engine, Bigtable's CheckAndMutateRow); False where only the first cell is
+    #: (HBase's Thrift1 checkAndPut), so callers may fold two checks into one only when True.
+    atomic_check_and_put = False
+
     #: The largest request, in encoded bytes, the server accepts (framed Thrift's frame limit,
     #: Bigtable's request limit); None when the backend knows of none.  Batches are split to fit.
     max_request_bytes = None

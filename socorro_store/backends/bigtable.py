@@ -104,6 +104,9 @@ class _DataClient(BigtableDataClient):
 class BigtableBackend(Backend):
     """The contract on Cloud Bigtable (or its emulator).  Thread-safe."""
 
+    #: the whole multi-cell check-and-put is one CheckAndMutateRow, not only its first cell
+    atomic_check_and_put = True
+
     not_applicable_attributes = ("COMPRESSION", "BLOCKSIZE", "IN_MEMORY", "BLOCKCACHE")
     #: seconds: the whole budget of one call, retries included; one attempt
     operation_timeout = 20.0

@@ -90,6 +90,9 @@ def row_dict(cells, include_timestamp):
 class EmbeddedBackend(Backend):
     """Runs the engine in this process.  One call counted per engine call."""
 
+    #: the whole multi-cell check-and-put is one engine transaction, not only its first cell
+    atomic_check_and_put = True
+
     def __init__(self, directory, sync="normal", create=True):
         """``create=False``: a directory holding no store raises StoreNotFound here.
 

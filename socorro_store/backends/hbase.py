@@ -438,22 +438,18 @@ class HBaseBackend(Backend):
             self._call("increment_many", lambda c: c.incrementRows(chunk), idempotent=False)
 
     def check_and_put(self, table, row, column, expected, puts):
-        base.check_check_and_put(row, column, expected, puts)
+        return self.check_and_put_many(table, [(row, column, expected, puts)])[0]
+
+    def _check_and_put_first(self, table, row, column, expected, puts):
+        """The checkAndPut RPC of one item: the check and its first cell (Thrift1 takes one)."""
         if not puts:
             raise InvalidArgument("check_and_put needs at least one cell to put")
-        self._check_families(table, [column, *puts])
-        # Thrift1's checkAndPut takes one cell: the check and the first put are atomic, the
-        # others follow as an idempotent mutate (see the contract).
-        (put_column, put_value), *rest = puts.items()
+        (put_column, put_value), *_rest = puts.items()
         mutation = thrift.Mutation(isDelete=False, column=put_column, value=put_value)
         name = self._name(table)
-        self._check_check_and_put_size(table, row, column, expected, puts)
-        applied = self._call("check_and_put", lambda c: c.checkAndPut(name, row, column, expected or None,
-                                                                      mutation, {}),
-                             table, idempotent=False)
-        if applied and rest:
-            self.mutate_rows(table, [base.RowMutation(row, dict(rest))])
-        return applied
+        return self._call("check_and_put", lambda c: c.checkAndPut(name, row, column, expected or None,
+                                                                   mutation, {}),
+                          table, idempotent=False)
 
     def mutate_tables(self, mutations_by_table):
         """One ``mutateRows`` per table, overlapped (up to ``pool_size`` in flight)."""
@@ -461,11 +457,27 @@ class HBaseBackend(Backend):
         self._overlap(lambda item: self.mutate_rows(*item), items)
 
     def check_and_put_many(self, table, items):
-        """The items' checkAndPut calls overlap, up to ``pool_size`` at a time (one RPC each)."""
+        """The items' checkAndPut calls overlap, up to ``pool_size`` at a time (one RPC each).
+
+        Thrift1's checkAndPut takes one cell: the check and the first put are atomic, the other
+        cells follow as an idempotent mutate (see the contract).  The follow-ups of every item a
+        wave applied go in one ``mutateRows``, before the next wave (which may check a cell one
+        of them puts), instead of one per item.
+        """
         items = base.check_check_and_put_items(items)
         for row, column, expected, puts in items:  # an item that cannot fit fails the batch up front
+            if not puts:
+                raise InvalidArgument("check_and_put needs at least one cell to put")
+            self._check_families(table, [column, *puts])
             self._check_check_and_put_size(table, row, column, expected, puts)
-        return self._overlap(lambda item: self.check_and_put(table, *item), items)
+
+        def follow_up(wave):
+            rest = [base.RowMutation(item[0], dict(list(item[3].items())[1:]))
+                    for item, applied in wave if applied and len(item[3]) > 1]
+            if rest:
+                self.mutate_rows(table, rest)
+
+        return self._overlap(lambda item: self._check_and_put_first(table, *item), items, after_wave=follow_up)
 
     def _check_check_and_put_size(self, table, row, column, expected, puts):
         if self.max_request_bytes is None or not puts:
@@ -477,19 +489,14 @@ class HBaseBackend(Backend):
         if rest:
             self.check_mutation_size(table, base.RowMutation(row, dict(rest)))
 
-    def _overlap(self, call, items):
+    def _overlap(self, call, items, after_wave=None):
         """``[call(item) for item in items]``, up to ``pool_size`` calls in flight at once.
 
         Items are ``(row, …)``.  Calls on different rows overlap; calls on one row run in the
         order given (in successive waves), because a later item may depend on an earlier one's
-        write (a check-and-put that expects the value an earlier item put).
+        write (a check-and-put that expects the value an earlier item put).  ``after_wave``,
+        given ``[(item, result)]`` of each wave, runs before the next wave starts.
         """
-        if len(items) <= 1 or self._pool_size == 1:
-            return [call(item) for item in items]
-        with self._pool_lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(self._pool_size, thread_name_prefix="hbase-overlap")
-            executor = self._executor
         results = [None] * len(items)
         pending = list(enumerate(items))
         while pending:
@@ -497,10 +504,22 @@ class HBaseBackend(Backend):
             for index, item in pending:
                 (later if item[0] in rows else wave).append((index, item))
                 rows.add(item[0])
-            for (index, _item), result in zip(wave, executor.map(lambda pair: call(pair[1]), wave)):
+            if len(wave) <= 1 or self._pool_size == 1:
+                outcomes = [call(item) for _index, item in wave]
+            else:
+                outcomes = list(self._executor_of().map(lambda pair: call(pair[1]), wave))
+            for (index, _item), result in zip(wave, outcomes):
                 results[index] = result
+            if after_wave is not None:
+                after_wave([(item, result) for (_index, item), result in zip(wave, outcomes)])
             pending = later
         return results
+
+    def _executor_of(self):
+        with self._pool_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(self._pool_size, thread_name_prefix="hbase-overlap")
+            return self._executor
 
     def append(self, table, row, values):
         base.check_append(row, values)

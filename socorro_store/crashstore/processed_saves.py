@@ -28,7 +28,12 @@ Write order:
 
 1. the signature pointer (harmless side first);
 2. the crash row, conditional on it still naming its crash (:func:`~.queue.put_if_crash_exists`:
-   a deleted crash stays deleted, :class:`~socorro_store.errors.CrashDeleted`);
+   a deleted crash stays deleted, :class:`~socorro_store.errors.CrashDeleted`).  Where a
+   multi-cell check-and-put is atomic (embedded, Bigtable), a first processing writes its whole
+   row by its ``flags:processed`` N -> Y check instead, which also proves the crash exists
+   (:func:`_write_first_processings`): one check for the two.  On HBase's Thrift1 only the
+   first cell is atomic with a check, and that cell must be the processed JSON, so the two
+   checks stay apart there;
 3. one ``check_and_put_many`` with the crash-row transitions above, then one per queue table
    taking the pointers (they empty the pointer rows, which takers and queue counts skip; the
    rows themselves go at 5);
@@ -155,15 +160,18 @@ def _write_processed(backend, crashes, live_counters, known):
         states.update(read_states(backend, unknown))
     plans = [Plan(crash, states[crash.crash_id]) for crash in crashes]
     backend.mutate_rows(K.SIGNATURE_OOID, [p.sig_put for p in plans])  # the pointer first
-    deleted = put_if_crash_exists(backend, [p.row for p in plans])
+    written, increments, fresh = set(), [], []
+    if backend.atomic_check_and_put:
+        written = _write_first_processings(backend, plans, live_counters, increments, fresh)
+    deleted = put_if_crash_exists(backend, [p.row for p in plans if id(p) not in written])
     if deleted:
         # Deleted since its state was read (a processor held it through a privacy deletion): the
         # pointer just written goes, and nothing else of the save is written or counted.
         backend.mutate_rows(K.SIGNATURE_OOID, [RowMutation(p.sig_put.row, delete_row=True)
                                                for p in plans if p.crash.crash_id in deleted])
         plans = [p for p in plans if p.crash.crash_id not in deleted]
-    increments = [inc for p in plans for inc in p.increments]
-    fresh = [pair for p in plans for pair in p.fresh]
+    increments += [inc for p in plans for inc in p.increments]
+    fresh += [pair for p in plans for pair in p.fresh]
     checks = [check for p in plans for check in p.checks]
     if checks:
         try:
@@ -189,6 +197,43 @@ def _write_processed(backend, crashes, live_counters, known):
         cleanup[K.UNPROCESSED_FLAG] += claims_done_mutations([row for p in plans for row in p.claims_done])
         backend.mutate_tables(cleanup)  # the queue pointers go once the processed crash is stored
     return sorted(deleted)
+
+
+def _write_first_processings(backend, plans, live_counters, increments, fresh):
+    """Write the crash row of each plan whose first processing a ``flags:processed`` N -> Y
+    check decides by that check alone, on a backend whose multi-cell check-and-put is atomic
+    (:attr:`~socorro_store.backends.base.Backend.atomic_check_and_put`); return the ``id()`` of
+    the plans written, their counts added to ``increments`` and ``fresh``.
+
+    The check also proves the crash exists: a raw save writes the ``N`` with ``ids:ooid``, a
+    deletion removes the whole row, and no stub row ever holds an ``N`` (a save's other cells
+    never carry it).  So a check that applies wrote the processed JSON, every other cell and the
+    ``Y`` only where the crash exists, in one call instead of two.  A check that does not apply
+    (processed meanwhile, or deleted) wrote nothing: its plan takes the two-check path, where
+    its existence check writes or finds it deleted, and its flag check counts nothing.
+    """
+    chosen = []
+    for plan in plans:
+        for check in plan.checks:
+            if check[1] == K.COL_PROCESSED and not plan.row.deletes:
+                chosen.append((plan, check))
+    if not chosen:
+        return set()
+    items = [(row, column, expected, {**plan.row.puts, **puts})  # the processed JSON stays first
+             for plan, (row, column, expected, puts, _inc, _fresh) in chosen]
+    try:
+        won = backend.check_and_put_many(K.CRASH_REPORTS, items)
+    except (BackendUnavailable, BackendError):
+        live_counters.tally("uncertain", sum(len(check[4]) for _plan, check in chosen))
+        raise
+    written = set()
+    for (plan, check), applied in zip(chosen, won):
+        if applied:
+            plan.checks.remove(check)
+            increments += check[4]
+            fresh += check[5]
+            written.add(id(plan))
+    return written
 
 
 #: the queue counter of each queue table's pointers

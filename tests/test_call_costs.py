@@ -1,0 +1,94 @@
+"""What the hot paths cost in backend calls (``backend.calls``: one per round trip), never time.
+
+* a processed save: on HBase's Thrift1 the follow-up cells of a group's multi-cell
+  check-and-puts go in one ``mutateRows``, not one per crash; where a multi-cell check-and-put is
+  atomic (embedded, Bigtable), a first processing's existence and ``flags:processed`` checks are
+  one check;
+"""
+
+import random
+
+import pytest
+from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+
+from socorro_store.schema import keys as K
+from socorro_store.schema.stored import time_index_key_forms
+
+GROUP = 5
+
+
+def _spent(backend, action):
+    """``(result, Counter of the calls action made)``."""
+    before = backend.calls.copy()
+    result = action()
+    return result, backend.calls - before
+
+
+def _queued_crashes(store, n, seed):
+    rng = random.Random(seed)
+    ids = [crash_id(salt="0123456789abcdef"[i % 16], rng=rng) for i in range(n)]
+    store.save_raw_crashes([(raw_crash(cid, legacy_processing=0), {}, cid) for cid in ids])  # both queues
+    return ids
+
+
+def test_check_and_put_many_sends_the_follow_up_cells_of_a_wave_in_one_mutate(backend):
+    from socorro_store.schema.specs import TableSpec, FamilySpec  # noqa: PLC0415
+
+    backend.create_table(TableSpec("t", [FamilySpec("f")]))
+    rows = [b"r%d" % i for i in range(GROUP)]
+    items = [(row, b"f:a", None, {b"f:a": b"1", b"f:b": b"2", b"f:c": b"3"}) for row in rows]
+    # a later item on rows[0] checks a cell the first one writes as a follow-up: it must see it
+    items.append((rows[0], b"f:c", b"3", {b"f:d": b"4"}))
+    won, spent = _spent(backend, lambda: backend.check_and_put_many("t", items))
+    assert won == [True] * (GROUP + 1)
+    assert backend.get_row("t", rows[0]) == {b"f:a": b"1", b"f:b": b"2", b"f:c": b"3", b"f:d": b"4"}
+    assert all(backend.get_row("t", row) == {b"f:a": b"1", b"f:b": b"2", b"f:c": b"3"} for row in rows[1:])
+    if backend.atomic_check_and_put:
+        assert sum(spent.values()) <= len(items)
+        assert "mutate_rows" not in spent
+    else:  # one checkAndPut each, and one mutateRows for the first wave's follow-ups (none after)
+        assert spent == {"check_and_put": GROUP + 1, "mutate_rows": 1}
+
+
+def test_a_processed_group_costs_its_checks_and_one_call_per_table(store):
+    backend = store.backend
+    ids = _queued_crashes(store, GROUP, seed=23)
+    taken = list(store.new_crashes(limit=GROUP, queue="legacy"))
+    assert sorted(taken) == sorted(ids)
+    _none, spent = _spent(backend, lambda: store.save_processed_crashes(
+        [processed(cid, signature=f"sig{i}") for i, cid in enumerate(ids)]))
+    assert all(store.get_processed(cid)["signature"] == f"sig{i}" for i, cid in enumerate(ids))
+    state = store.get_processing_state(ids[0])
+    assert state["processed"]
+    forms = sum(len(time_index_key_forms(cid, BASE_TIME)) for cid in ids)  # pointer key forms
+    if backend.atomic_check_and_put:
+        # the first-processing check writes the row and proves it exists, then the two queues'
+        # pointer takes: three batches of checks, not four
+        if "check_and_put_many" in spent:  # one call per batch (the embedded engine)
+            assert spent["check_and_put_many"] == 3
+        else:  # one call per item (Bigtable)
+            assert spent["check_and_put"] == GROUP + 2 * forms
+    else:
+        # per crash: the crash row (existence), flags:processed N -> Y, and each key form of its
+        # pointer in the two queues
+        assert spent["check_and_put"] == 2 * GROUP + 2 * forms
+        # the signature pointers, the crash rows' follow-up cells (one call for the group, not
+        # one per crash), and the clean-up's three tables
+        assert spent["mutate_rows"] == 1 + 1 + 3
+    # each count moved once: both queues are back to empty, and the crashes count as processed
+    store.flush_counters()
+    sizes = store.queue_sizes()
+    assert (sizes["standard"], sizes["legacy"], sizes["processed_legacy"]) == (0, 0, GROUP)
+
+def test_a_deleted_crash_stays_deleted_on_the_one_check_path(store):
+    """The folded first-processing check (atomic backends) and the two-check path (HBase) both
+    refuse a crash deleted after its take: nothing of it comes back."""
+    from socorro_store.errors import CrashDeleted  # noqa: PLC0415
+
+    ids = _queued_crashes(store, 2, seed=5)
+    assert sorted(store.new_crashes(limit=2, queue="legacy")) == sorted(ids)
+    store.delete_crashes([ids[0]])
+    with pytest.raises(CrashDeleted):
+        store.save_processed_crashes([processed(cid) for cid in ids])
+    assert store.backend.get_row(K.CRASH_REPORTS, K.crash_row_key(ids[0])) == {}
+    assert store.get_processing_state(ids[1])["processed"]

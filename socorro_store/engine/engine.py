@@ -41,7 +41,7 @@ from ..schema.specs import FOREVER
 from . import codec
 from .catalog import COLUMN_MARKER, FAMILY_MARKER, Catalog, connect
 from .checkpointer import COMMIT_BYTES, TRIGGER_BYTES, Checkpointer
-from .pool import DEFAULT_MAX_OPEN, ReaderPool
+from .pool import DEFAULT_MAX_OPEN, READER_CACHE_KIB, WRITER_CACHE_KIB, ReaderPool, cap_page_cache
 from .pruning import crowded, prune
 from .reads import ReadStats, get_rows, scan_page
 
@@ -59,8 +59,8 @@ class _Table:
         self.path = path
         self.sync = sync
         self.write_lock = threading.Lock()
-        self.writer = connect(path, sync)
-        self.readers = ReaderPool(lambda: connect(path, sync), max_readers)
+        self.writer = cap_page_cache(connect(path, sync), WRITER_CACHE_KIB)  # bounded memory (pool.py)
+        self.readers = ReaderPool(lambda: connect(path, sync), max_readers)  # caches capped there
         self.checkpointer = checkpointer
         self.uncheckpointed = 0  # estimated bytes committed since the last checkpoint request
         self.checkpoint_lock = threading.Lock()
@@ -108,7 +108,7 @@ class _Table:
             if self.closed:
                 return
             if self.checkpoint_conn is None:
-                self.checkpoint_conn = connect(self.path, self.sync)
+                self.checkpoint_conn = cap_page_cache(connect(self.path, self.sync), READER_CACHE_KIB)
             previous = None
             for _ in range(rounds):  # until a round finds no frames appended during the last
                 busy, frames, _copied = self.checkpoint_conn.execute(

@@ -16,6 +16,11 @@ it back, so:
 * returned connections stay open for the next read (opening one costs a few pragmas), the most
   recently returned first, so a single thread keeps reusing the same one.
 
+Each connection's page cache is capped (``PRAGMA cache_size``, :data:`READER_CACHE_KIB`):
+SQLite's default of 2 MB a connection, times ``max_open`` connections, times every table a
+gateway serves (each store prefix has its own), grew a gateway toward 830 MB (issue 23).  Reads
+still hit the OS page cache, which all connections share, so a small private cache costs little.
+
 A caller must not borrow a second connection of the same pool while holding one: with every
 connection borrowed that way, it would wait for itself.  The engine's reads borrow one at a time.
 """
@@ -27,15 +32,28 @@ import threading
 #: Read connections per table by default: more than the 2-4 cores such a server usually has
 #: (SQLite reads run without the GIL), far fewer than a thread-per-request server's threads.
 DEFAULT_MAX_OPEN = 8
+#: KiB of page cache per read connection: 32 of the engine's 16 KB pages, which hold a table's
+#: B-tree inner pages; leaf pages come from the OS page cache shared by every connection.
+READER_CACHE_KIB = 512
+#: KiB of page cache of a table's one write connection: a write touches more pages than a read
+#: (and its transactions are bigger), and there is one per table, not ``max_open``.
+WRITER_CACHE_KIB = 2048
+
+
+def cap_page_cache(conn, kib):
+    """Cap ``conn``'s page cache at ``kib`` KiB (a negative ``cache_size`` is in KiB); returns it."""
+    conn.execute(f"PRAGMA cache_size=-{int(kib)}")
+    return conn
 
 
 class ReaderPool:
-    """Up to ``max_open`` connections made by ``opener()``; see the module docstring."""
+    """Up to ``max_open`` connections made by ``opener()``, each with a page cache of
+    ``cache_kib`` KiB (None: SQLite's default); see the module docstring."""
 
-    def __init__(self, opener, max_open=DEFAULT_MAX_OPEN):
+    def __init__(self, opener, max_open=DEFAULT_MAX_OPEN, cache_kib=READER_CACHE_KIB):
         if not isinstance(max_open, int) or max_open < 1:
             raise ValueError(f"max_open must be a positive integer, not {max_open!r}")
-        self._opener = opener
+        self._opener = opener if cache_kib is None else (lambda: cap_page_cache(opener(), cache_kib))
         self.max_open = max_open
         self._cond = threading.Condition()
         self._idle = []  # open connections nobody holds, most recently returned last

@@ -4,6 +4,9 @@
   check-and-puts go in one ``mutateRows``, not one per crash; where a multi-cell check-and-put is
   atomic (embedded, Bigtable), a first processing's existence and ``flags:processed`` checks are
   one check;
+* polling: an empty queue costs one scan (on Thrift1 its open and one fetch: an exhausted
+  scanner is not closed), a ``limit=1`` take reads two candidates, not a page, and the metrics
+  rows of a minute are formatted once.
 """
 
 import random
@@ -92,3 +95,70 @@ def test_a_deleted_crash_stays_deleted_on_the_one_check_path(store):
         store.save_processed_crashes([processed(cid) for cid in ids])
     assert store.backend.get_row(K.CRASH_REPORTS, K.crash_row_key(ids[0])) == {}
     assert store.get_processing_state(ids[1])["processed"]
+
+
+def _is_thrift1(backend):
+    from socorro_store.backends.hbase import HBaseBackend  # noqa: PLC0415
+
+    return isinstance(backend, HBaseBackend)
+
+
+def test_an_empty_queue_poll_costs_one_scan(store):
+    backend = store.backend
+    for queue in ("standard", "legacy", "priority"):
+        list(store.new_crashes(queue=queue, processor_id="p"))  # the backend learns the table's families
+        taken, spent = _spent(backend, lambda: list(store.new_crashes(queue=queue, processor_id="p")))
+        assert taken == []
+        if _is_thrift1(backend):  # Thrift1 has no one-call scan: open, one short page, no close
+            assert spent == {"scan_open": 1, "scan": 1}
+        else:
+            assert sum(spent.values()) == 1
+
+
+def test_a_short_scan_on_thrift1_skips_the_close_but_a_stopped_one_closes(store):
+    backend = store.backend
+    _queued_crashes(store, 3, seed=8)
+    _rows, spent = _spent(backend, lambda: list(backend.scan(K.CRASH_REPORTS, page_size=10)))
+    assert len(_rows) == 3
+    _first, stopped = _spent(backend, lambda: next(iter(backend.scan(K.CRASH_REPORTS, page_size=2, limit=1))))
+    if _is_thrift1(backend):
+        assert spent == {"scan_open": 1, "scan": 1}
+        assert stopped["scan_close"] == 1  # left before its end: closed
+    else:
+        assert "scan_close" not in spent
+
+
+def test_a_limit_one_take_reads_two_candidates_not_a_page(store):
+    backend = store.backend
+    ids = _queued_crashes(store, 40, seed=9)
+    asked = []
+    real_get_rows = backend.get_rows
+
+    def get_rows(table, rows, *args, **kwargs):
+        rows = list(rows)
+        asked.append((table, len(rows)))
+        return real_get_rows(table, rows, *args, **kwargs)
+
+    backend.get_rows = get_rows
+    try:
+        taken = list(store.new_crashes(limit=1, processor_id="p"))
+    finally:
+        del backend.get_rows
+    assert len(taken) == 1 and taken[0] in ids
+    crash_rows = [n for table, n in asked if table == K.CRASH_REPORTS]
+    assert crash_rows == [2]  # twice the one crash wanted, not the pass's page of 256
+
+
+def test_metrics_rows_are_formatted_once_per_minute():
+    from datetime import datetime, timedelta, timezone  # noqa: PLC0415
+
+    from socorro_store.crashstore import counters  # noqa: PLC0415
+
+    moment = datetime(2031, 5, 6, 7, 8, tzinfo=timezone.utc)  # a minute no other test uses
+    before = K._minute_rows.cache_info()
+    for second in range(30):
+        incs = counters.metric_increments(moment + timedelta(seconds=second), ["x"])
+        assert {inc.row for inc in incs} == {b"2031-05-06T07:08", b"2031-05-06T07", b"2031-05-06", b"2031-05", b"2031"}
+    after = K._minute_rows.cache_info()
+    assert after.misses - before.misses == 1 and after.hits - before.hits == 29
+    assert K.metrics_row(moment.replace(tzinfo=None), "minute") == b"2031-05-06T07:08"  # naive = UTC

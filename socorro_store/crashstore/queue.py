@@ -39,6 +39,10 @@ Taking a group of crashes costs, whatever the group's size:
    on its row, so every racer reads a history with its claim placed, and exactly one finds it
    owns; a history that is done belongs to a crash processed since the scan, which is dropped.
 
+Steps 2 and 3 read twice as many crashes as the pass's takers still want (the group's and
+those queued behind it; a page at most), so a lone ``limit=1`` take reads two, not a page; when
+more are skipped than that, they read again.
+
 A taker holds its claims until it yields them; before yielding, if less than half the lease is
 left, it renews every claim it still holds (yielded but unsaved ones too) in one ``append_many``,
 and drops any it lost: it never yields a crash another processor holds.  Closing the iterator (or
@@ -306,6 +310,11 @@ class QueuePass:
         self.backend, self.queue, self.page_size = backend, queue, page_size
         self._candidates = None
         self._began = None  # time.monotonic() when the pass's scan began
+        # Crashes asked for by the takers inside take() (the group being claimed and those
+        # queued behind it), and how many the group being assigned got so far: their difference
+        # sizes the pass's reads (:func:`candidates`), so the queued takers' next group is read
+        # with this one's, and a lone limit=1 take reads two crashes, not a page.
+        self._asked, self._asked_lock, self._assigned = 0, threading.Lock(), 0
         self._groups = GroupCommit(self._take_group, max_items=MAX_TAKERS_PER_GROUP, on_abandon=self._give_back)
 
     def take(self, taker, want):
@@ -315,7 +324,17 @@ class QueuePass:
         the other takers still get their groups; claims already won for it are given back
         (:meth:`_give_back`), so they are neither held by nobody nor counted as failed attempts.
         """
-        return self._groups.submit((taker, want))
+        with self._asked_lock:
+            self._asked += want
+        try:
+            return self._groups.submit((taker, want))
+        finally:
+            with self._asked_lock:
+                self._asked -= want
+
+    def _demand(self):
+        """Crashes still wanted by the takers in :meth:`take` (at least one)."""
+        return max(1, self._asked - self._assigned)
 
     def _give_back(self, request, outcome):
         """Release the claims won for a taker whose caller left while its group was claimed."""
@@ -356,10 +375,11 @@ class QueuePass:
         if self._candidates is not None and any(taker.created > self._began for taker, _w, _g in open_wants):
             self.close()
         seen = set()
+        self._assigned = 0
         while open_wants:
             if self._candidates is None:
                 self._began = time.monotonic()
-                self._candidates = candidates(self.backend, self.queue, self.page_size)
+                self._candidates = candidates(self.backend, self.queue, self.page_size, self._demand)
             try:
                 item = next(self._candidates, None)
             except BaseException:
@@ -377,6 +397,7 @@ class QueuePass:
             taker, want, got = open_wants[0]
             if taker.held.reserve(taker.token, {crash_id: row}, now_ms() + taker.lease_ms):
                 got.append(item)
+                self._assigned += 1
                 if len(got) == want:
                     open_wants.pop(0)
 
@@ -411,13 +432,20 @@ def claim_groups(backend, queue, groups):
     return out
 
 
-def candidates(backend, queue, page_size):
-    """``(queue row, crash id, state)`` of the queue's crashes that look free, in order."""
+def candidates(backend, queue, page_size, demand=None):
+    """``(queue row, crash id, state)`` of the queue's crashes that look free, in order.
+
+    The pointers are checked (claims, then crash rows: one read each) a batch at a time: of
+    ``page_size``, or, with ``demand`` (a callable: how many crashes the pass's takers still want
+    when the next batch is read), of twice that (some are skipped: claimed, requested again),
+    so a ``limit=1`` take reads two crash rows and claim cells, not a page of them.
+    """
     table, prefix = queue_table(queue)
     rows = queue_rows(backend, table, prefix, columns=_SCAN_COLUMNS, page_size=page_size)
     pointers = ((row, cells[COL_OOID]) for row, cells in rows
                 if cells.get(COL_OOID) and not cells.get(COL_DEAD))  # no ooid: half-deleted, repair's job
-    for batch in _batches(pointers, page_size):
+    size = page_size if demand is None else (lambda: min(page_size, max(2, 2 * demand())))
+    for batch in _batches(pointers, size):
         free = unclaimed(backend, queue, batch)
         for (row, raw_id), cells in with_crash_cells(backend, iter(free), lambda item: item[1], page_size):
             crash_id = raw_id.decode("ascii")
@@ -506,8 +534,9 @@ def append_claims(backend, records):
 
 
 def _batches(items, size):
+    """Lists of ``size`` items (``size``: a number, or a callable asked before each batch)."""
     while True:
-        batch = list(itertools.islice(items, size))
+        batch = list(itertools.islice(items, size() if callable(size) else size))
         if not batch:
             return
         yield batch

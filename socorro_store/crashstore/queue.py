@@ -438,13 +438,15 @@ def candidates(backend, queue, page_size, demand=None):
     The pointers are checked (claims, then crash rows: one read each) a batch at a time: of
     ``page_size``, or, with ``demand`` (a callable: how many crashes the pass's takers still want
     when the next batch is read), of twice that (some are skipped: claimed, requested again),
-    so a ``limit=1`` take reads two crash rows and claim cells, not a page of them.
+    so a ``limit=1`` take reads two crash rows and claim cells, not a page of them.  Each later
+    batch of the pass is at least twice the one before: a pass whose head is held by other
+    takers gets past it in a few reads, not one per two crashes.
     """
     table, prefix = queue_table(queue)
     rows = queue_rows(backend, table, prefix, columns=_SCAN_COLUMNS, page_size=page_size)
     pointers = ((row, cells[COL_OOID]) for row, cells in rows
                 if cells.get(COL_OOID) and not cells.get(COL_DEAD))  # no ooid: half-deleted, repair's job
-    size = page_size if demand is None else (lambda: min(page_size, max(2, 2 * demand())))
+    size = page_size if demand is None else _growing(page_size, demand)
     for batch in _batches(pointers, size):
         free = unclaimed(backend, queue, batch)
         for (row, raw_id), cells in with_crash_cells(backend, iter(free), lambda item: item[1], page_size):
@@ -531,6 +533,18 @@ def append_claims(backend, records):
     results = dict(zip(appends, backend.append_many(UNPROCESSED_FLAG, list(appends.items()))))
     cells_of = {row: claim_cell(row) for row in records}
     return {row: decode_claims(results[claim_row].get(column)) for row, (claim_row, column) in cells_of.items()}
+
+
+def _growing(page_size, demand):
+    """Batch sizes for :func:`candidates`: twice the demand, at least twice the previous batch,
+    at most ``page_size``."""
+    last = 1
+
+    def size():
+        nonlocal last
+        last = min(page_size, max(2 * demand(), 2 * last))
+        return last
+    return size
 
 
 def _batches(items, size):

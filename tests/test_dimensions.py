@@ -4,8 +4,11 @@ import collections
 import random
 from datetime import timedelta
 
+import pytest
+
 from store_helpers import BASE_TIME, crash_id, processed, raw_crash
 
+from socorro_store import open_store
 from socorro_store.backends import RowMutation
 from socorro_store.crashstore import counters
 from socorro_store.jobs import rollup
@@ -93,7 +96,17 @@ def test_rank_movement_and_missing_processed_fields_fall_back_to_the_raw_crash(s
     assert store.top_signatures(DAY, DAY + timedelta(days=1), os=DK.UNKNOWN)["total"] == 3
 
 
-def test_ten_thousand_versions_are_capped_with_an_other_bucket(store):
+@pytest.fixture
+def embedded_store(embedded_url):
+    with open_store(embedded_url) as opened:
+        opened.create_tables()
+        yield opened
+
+
+def test_ten_thousand_versions_are_capped_with_an_other_bucket(embedded_store):
+    """The cap is the registry's rule, the same on every backend: checked on the embedded one
+    (10,000 crashes per backend kind would cost CI minutes)."""
+    store = embedded_store
     cap = counters.DIMENSION_CAPS["version"]
     cids = []
     for i in range(10000):
@@ -107,8 +120,8 @@ def test_ten_thousand_versions_are_capped_with_an_other_bucket(store):
     version_columns = [c for c in row if b"|pv=" in c]
     assert cap <= len(version_columns) <= cap + 1 + 1  # admitted versions + ##other## (+ one racing admission)
     other = store.get_metrics("2016-09-18", product="Firefox", version=DK.OTHER)["submitted_crash_reports"]
-    admitted = sum(store.get_metrics("2016-09-18", product="Firefox", version=f"{i}.0").get(
-        "submitted_crash_reports", 0) for i in range(10000))
+    admitted = sum(int.from_bytes(row[c], "big", signed=True) for c in version_columns
+                   if DK.OTHER.encode() not in c)
     assert admitted == len(version_columns) - 1 and admitted + other == 10000
     # the roll-up maps through the same registry: nothing moves
     report = rollup.run_rollup(store.backend, until=DAY + timedelta(days=3))

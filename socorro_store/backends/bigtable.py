@@ -104,9 +104,7 @@ class _DataClient(BigtableDataClient):
 class BigtableBackend(Backend):
     """The contract on Cloud Bigtable (or its emulator).  Thread-safe."""
 
-    #: the whole multi-cell check-and-put is one CheckAndMutateRow, not only its first cell
-    atomic_check_and_put = True
-
+    atomic_check_and_put = True  # one CheckAndMutateRow holds every cell, not only the first
     not_applicable_attributes = ("COMPRESSION", "BLOCKSIZE", "IN_MEMORY", "BLOCKCACHE")
     #: seconds: the whole budget of one call, retries included; one attempt
     operation_timeout = 20.0

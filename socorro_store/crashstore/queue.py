@@ -39,9 +39,7 @@ Taking a group of crashes costs, whatever the group's size:
    on its row, so every racer reads a history with its claim placed, and exactly one finds it
    owns; a history that is done belongs to a crash processed since the scan, which is dropped.
 
-Steps 2 and 3 read twice as many crashes as the pass's takers still want (the group's and
-those queued behind it; a page at most), so a lone ``limit=1`` take reads two, not a page; when
-more are skipped than that, they read again.
+Steps 2 and 3 read twice as many crashes as the pass's takers still want (a page at most).
 
 A taker holds its claims until it yields them; before yielding, if less than half the lease is
 left, it renews every claim it still holds (yielded but unsaved ones too) in one ``append_many``,
@@ -310,10 +308,7 @@ class QueuePass:
         self.backend, self.queue, self.page_size = backend, queue, page_size
         self._candidates = None
         self._began = None  # time.monotonic() when the pass's scan began
-        # Crashes asked for by the takers inside take() (the group being claimed and those
-        # queued behind it), and how many the group being assigned got so far: their difference
-        # sizes the pass's reads (:func:`candidates`), so the queued takers' next group is read
-        # with this one's, and a lone limit=1 take reads two crashes, not a page.
+        # crashes asked for inside take(), and assigned so far: their difference sizes the reads
         self._asked, self._asked_lock, self._assigned = 0, threading.Lock(), 0
         self._groups = GroupCommit(self._take_group, max_items=MAX_TAKERS_PER_GROUP, on_abandon=self._give_back)
 
@@ -435,12 +430,9 @@ def claim_groups(backend, queue, groups):
 def candidates(backend, queue, page_size, demand=None):
     """``(queue row, crash id, state)`` of the queue's crashes that look free, in order.
 
-    The pointers are checked (claims, then crash rows: one read each) a batch at a time: of
-    ``page_size``, or, with ``demand`` (a callable: how many crashes the pass's takers still want
-    when the next batch is read), of twice that (some are skipped: claimed, requested again),
-    so a ``limit=1`` take reads two crash rows and claim cells, not a page of them.  Each later
-    batch of the pass is at least twice the one before: a pass whose head is held by other
-    takers gets past it in a few reads, not one per two crashes.
+    Pointers are checked (claims, then crash rows) a batch at a time: of ``page_size``, or with
+    ``demand`` (how many crashes the takers still want) of twice that, each batch at least twice
+    the one before: a ``limit=1`` take reads two, and a held head is passed in a few reads.
     """
     table, prefix = queue_table(queue)
     rows = queue_rows(backend, table, prefix, columns=_SCAN_COLUMNS, page_size=page_size)

@@ -267,9 +267,3 @@ class CrashStore:
 
     def signature_report(self, signature, now=None, product=None, version=None, os=None):
         return reports.signature_report(self.backend, signature, now, product, version, os)
-
-    def expire_crashes(self, before, dry_run=False, now=None, progress=None):
-        """Delete every crash submitted before ``before`` (a date), keeping its counts; see
-        :mod:`socorro_store.jobs.retention`."""
-        from ..jobs import retention  # jobs import the crash store: imported when used
-        return retention.run_expire_crashes(self.backend, before, dry_run=dry_run, now=now, progress=progress)

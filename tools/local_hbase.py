@@ -287,25 +287,8 @@ class LocalHBase:
         name = f"thrift-{transport}-{protocol}"
         proc = self._thrift_server(name, port, transport, protocol)
         self.extra_thrift.append(proc)
-        url = f"hbase://127.0.0.1:{port}?transport={transport}&protocol={protocol}"
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if proc.poll() is not None:
-                raise HBaseUnavailable(f"HBase {name} exited with {proc.returncode}{self.log_tail(name)}")
-            try:
-                import happybase
-
-                conn = happybase.Connection("127.0.0.1", port, timeout=10000, transport=transport,
-                                            protocol=protocol)
-                try:
-                    conn.tables()
-                finally:
-                    conn.close()
-                return url
-            except Exception as exc:  # not listening yet
-                if time.monotonic() > deadline:
-                    raise HBaseUnavailable(f"HBase {name} did not answer: {exc}{self.log_tail(name)}") from None
-                time.sleep(0.3)
+        self._wait_answering(time.monotonic() + timeout_s, [(name, proc)], port, transport, protocol, ddl=False)
+        return f"hbase://127.0.0.1:{port}?transport={transport}&protocol={protocol}"
 
     def start(self, timeout_s=120):
         """Fetch, configure, start both processes and wait until DDL works.  Returns ``self``."""
@@ -324,22 +307,25 @@ class LocalHBase:
         self.started_in_s = time.monotonic() - began
         return self
 
-    def connection(self, timeout_ms=30000):
-        import happybase
-
-        return happybase.Connection("127.0.0.1", self.thrift_port, timeout=timeout_ms,
-                                    transport=self.transport, protocol=self.protocol)
-
     def wait_ready(self, deadline, ddl=True):
         """Until ``tables()`` answers and (``ddl``) a probe table can be created and dropped."""
+        self._wait_answering(deadline, [("master", self.master), ("thrift", self.thrift)],
+                             self.thrift_port, self.transport, self.protocol, ddl)
+
+    def _wait_answering(self, deadline, watched, port, transport, protocol, ddl):
+        """Poll the Thrift server on ``port`` until it answers (see :meth:`wait_ready`); a
+        ``watched`` ``(name, process)`` that exits, or the deadline, raises with a log tail."""
+        import happybase
+
         last = None
         while time.monotonic() < deadline:
-            for name, proc in (("master", self.master), ("thrift", self.thrift)):
+            for name, proc in watched:
                 if proc is not None and proc.poll() is not None:
                     raise HBaseUnavailable(f"HBase {name} exited with {proc.returncode}{self.log_tail(name)}")
             conn = None
             try:
-                conn = self.connection(timeout_ms=20000)
+                conn = happybase.Connection("127.0.0.1", port, timeout=20000, transport=transport,
+                                            protocol=protocol)
                 names = conn.tables()
                 if ddl:
                     probe = b"socorro_store_ready_probe"
@@ -354,8 +340,8 @@ class LocalHBase:
             finally:
                 if conn is not None:
                     conn.close()
-        raise HBaseUnavailable(f"HBase did not answer on 127.0.0.1:{self.thrift_port}: "
-                               f"{type(last).__name__}: {str(last)[:200]}{self.log_tail('master')}")
+        raise HBaseUnavailable(f"HBase did not answer on 127.0.0.1:{port}: {type(last).__name__}: "
+                               f"{str(last)[:200]}{self.log_tail(watched[0][0])}")
 
     def log_tail(self, name, lines=25):
         path = self.directory / f"{name}.log"

@@ -59,10 +59,8 @@ def backend_kind(request):
 @pytest.fixture
 def backend_url(request, backend_kind, tmp_path):
     if backend_kind == "hbase-real":  # tables are slow to create there: reuse emptied ones
-        pool = request.getfixturevalue("hbase_real_pool")
-        url = pool.acquire(want_specs="store" in request.fixturenames)
-        yield url
-        pool.release(url)
+        with request.getfixturevalue("hbase_real_pool").lease("store" in request.fixturenames) as url:
+            yield url
         return
     base_url = None
     if backend_kind != "embedded":

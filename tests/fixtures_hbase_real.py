@@ -19,6 +19,7 @@ markers.  Only the spec tables are reused this way; the contract suites, which w
 timestamps in the past, create tables of their own names, and those are always new.
 """
 
+import contextlib
 import os
 import threading
 import time
@@ -120,6 +121,13 @@ class TablePool:
         if wait > 0:
             time.sleep(wait)
         return _with_prefix(self.base_url, prefix)
+
+    @contextlib.contextmanager
+    def lease(self, want_specs):
+        """A prefix's URL for the ``with`` block (:meth:`acquire`), emptied after it (:meth:`release`)."""
+        url = self.acquire(want_specs)
+        yield url
+        self.release(url)
 
     def release(self, url):
         """Empty ``url``'s prefix: drop non-spec tables, delete every row of spec tables."""

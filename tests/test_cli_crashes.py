@@ -289,10 +289,8 @@ def test_subprocess_export_pipe_import_and_commands(url, tmp_path):
 def hbase_target(request, tmp_path):
     """An empty hbase:// store URL: through our gateway, or on a real HBase."""
     if request.param == "hbase-real":
-        pool = request.getfixturevalue("hbase_real_pool")
-        url = pool.acquire(want_specs=False)
-        yield url
-        pool.release(url)
+        with request.getfixturevalue("hbase_real_pool").lease(want_specs=False) as url:
+            yield url
         return
     from conftest import isolated_url
 

@@ -4,9 +4,9 @@
   check-and-puts go in one ``mutateRows``, not one per crash; where a multi-cell check-and-put is
   atomic (embedded, Bigtable), a first processing's existence and ``flags:processed`` checks are
   one check;
-* polling: an empty queue costs one scan (on Thrift1 its open and one fetch: an exhausted
-  scanner is not closed), a ``limit=1`` take reads two candidates, not a page, and the metrics
-  rows of a minute are formatted once.
+* polling: an empty queue costs one read of its counters (a scan, on Thrift1 its open and one
+  fetch, when a rescan is due), a ``limit=1`` take reads two candidates, not a page, and the
+  metrics rows of a minute are formatted once.
 """
 
 import random
@@ -14,6 +14,7 @@ import random
 import pytest
 from store_helpers import BASE_TIME, crash_id, processed, raw_crash
 
+from socorro_store.errors import InvalidArgument
 from socorro_store.schema import keys as K
 from socorro_store.schema.stored import time_index_key_forms
 
@@ -103,16 +104,73 @@ def _is_thrift1(backend):
     return isinstance(backend, HBaseBackend)
 
 
-def test_an_empty_queue_poll_costs_one_scan(store):
+def test_an_empty_queue_poll_costs_one_call(store):
     backend = store.backend
     for queue in ("standard", "legacy", "priority"):
-        list(store.new_crashes(queue=queue, processor_id="p"))  # the backend learns the table's families
+        list(store.new_crashes(queue=queue, processor_id="p"))  # the first poll scans
         taken, spent = _spent(backend, lambda: list(store.new_crashes(queue=queue, processor_id="p")))
         assert taken == []
-        if _is_thrift1(backend):  # Thrift1 has no one-call scan: open, one short page, no close
-            assert spent == {"scan_open": 1, "scan": 1}
-        else:
-            assert sum(spent.values()) == 1
+        assert spent == {"get_rows": 1}  # the queue counters, not a scan (two calls on Thrift1)
+
+
+def test_a_poll_scans_after_this_store_queued_a_crash(store):
+    list(store.new_crashes(processor_id="p"))
+    ids = _queued_crashes(store, 2, seed=10)
+    taken, spent = _spent(store.backend, lambda: list(store.new_crashes(processor_id="p")))
+    assert sorted(taken) == sorted(ids)
+    assert spent["scan_open" if _is_thrift1(store.backend) else "scan"] >= 1
+
+
+def _queue_pointer_behind_the_counters(store, seed):
+    """A crash queued as Socorro's collector or a store that died before its increment left it:
+    crash row and queue pointer, and no counter moved."""
+    from socorro_store.backends import RowMutation  # noqa: PLC0415
+
+    cid = crash_id(rng=random.Random(seed))
+    other = _queued_crashes(store, 1, seed=seed + 1)[0]  # a real save, to copy its rows
+    rows = {table: dict(store.backend.scan(table)) for table in (K.CRASH_REPORTS, K.UNPROCESSED_FLAG)}
+    crash_cells = {c: v.replace(other.encode(), cid.encode()) for c, v in rows[K.CRASH_REPORTS][K.crash_row_key(other)].items()}
+    store.backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cid), crash_cells)])
+    pointer = next(row for row in rows[K.UNPROCESSED_FLAG] if other.encode() in row)
+    store.backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(pointer.replace(other.encode(), cid.encode()),
+                                                               {K.COL_OOID: cid.encode()})])
+    return cid, other
+
+
+def test_counters_that_trail_the_queue_delay_a_crash_until_the_rescan_never_lose_it(store):
+    cid, other = _queue_pointer_behind_the_counters(store, seed=11)
+    assert sorted(store.new_crashes(processor_id="p")) == sorted([cid, other])  # we queued: a scan
+    store.release(cid)
+    store.save_processed(processed(other))  # the counters say 0: cid was never counted
+    assert store.queue_sizes()["standard"] == 0
+    assert list(store.new_crashes(processor_id="p")) == []  # trusted: one read, no scan
+    store.queue_passes["standard"].empty_polls._scanned_at -= store.queue_passes["standard"].empty_polls.rescan_seconds
+    assert list(store.new_crashes(processor_id="p")) == [cid]  # the rescan is due: found
+
+
+def test_socorros_queue_counter_makes_a_poll_scan(store):
+    from socorro_store.backends import Increment  # noqa: PLC0415
+    from socorro_store.schema.stored import SOCORRO_QUEUE_ROW  # noqa: PLC0415
+
+    cid, other = _queue_pointer_behind_the_counters(store, seed=12)
+    assert sorted(store.new_crashes(processor_id="p")) == sorted([cid, other])
+    store.release(cid)
+    store.save_processed(processed(other))
+    assert list(store.new_crashes(processor_id="p")) == []
+    # Socorro's collector counts what it queues in its own row: that is enough to scan
+    store.backend.increment_many([Increment(K.METRICS, SOCORRO_QUEUE_ROW, K.counter_column("current_unprocessed_size"), 1)])
+    assert list(store.new_crashes(processor_id="p")) == [cid]
+
+
+def test_with_no_rescan_window_every_poll_scans(store):
+    from socorro_store.crashstore.store import CrashStore  # noqa: PLC0415
+
+    always = CrashStore(store.backend, queue_rescan_seconds=0)
+    list(always.new_crashes(processor_id="p"))
+    _taken, spent = _spent(store.backend, lambda: list(always.new_crashes(processor_id="p")))
+    assert "get_rows" not in spent and spent["scan_open" if _is_thrift1(store.backend) else "scan"] == 1
+    with pytest.raises(InvalidArgument):
+        CrashStore(store.backend, queue_rescan_seconds=-1)
 
 
 def test_a_short_scan_on_thrift1_skips_the_close_but_a_stopped_one_closes(store):

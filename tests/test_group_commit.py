@@ -3,6 +3,7 @@
 import threading
 import time
 import uuid
+import zlib
 from collections import Counter
 from datetime import timedelta
 
@@ -11,7 +12,7 @@ from faultproxy import FaultProxy
 from store_helpers import BASE_TIME, all_rows, crash_id, processed, raw_crash
 
 from socorro_store import CrashConflict, CrashIDNotFound, InvalidArgument, open_store
-from socorro_store.crashstore.group_commit import GroupCommit
+from socorro_store.crashstore.group_commit import GroupCommit, GroupLanes
 from socorro_store.errors import BackendUnavailable
 from socorro_store.schema import keys as K
 
@@ -102,7 +103,10 @@ def _wait_queued(group_commit, n):
 
 def _grouped(group_commit, first, others):
     """Run ``first`` as the leader (held at the gate) and ``others`` queued behind it, so that
-    ``others`` are written as one group.  ``{name: ("ok", value) | ("error", exc)}``."""
+    ``others`` are written as one group.  ``{name: ("ok", value) | ("error", exc)}``.  A store's
+    :class:`GroupLanes` has one lane by default: every item joins that lane's group."""
+    if isinstance(group_commit, GroupLanes):
+        (group_commit,) = group_commit.lanes
     release = _gate(group_commit)
     outcomes = {}
 
@@ -246,3 +250,72 @@ def test_lone_caller_is_written_at_once_and_groups_stay_bounded(store):
     # 7 queued items of 40 bytes, at most 100 bytes per group: groups of 2, 2, 2, 1
     assert sizes[0] == 1 and sorted(sizes[i] for i in range(1, 8)) == [1, 2, 2, 2, 2, 2, 2]
     assert group_commit.groups == 1 + 1 + 4
+
+
+def _lane_of(key, lanes):
+    return zlib.crc32(key.encode()) % lanes
+
+
+def test_lanes_write_groups_of_different_keys_at_once():
+    both_in_flight = threading.Barrier(2, timeout=30)
+
+    def write(items):
+        if any(n == 0 for _key, n in items):
+            both_in_flight.wait()  # each lane's group waits for the other lane's: both in flight
+        return [None] * len(items)
+
+    lanes = GroupLanes(write, lanes=2, key=lambda item: item[0])
+    keys = ["a", "b", "c", "d", "e", "f"]
+    first, second = next(k for k in keys if _lane_of(k, 2) == 0), next(k for k in keys if _lane_of(k, 2) == 1)
+    outcomes = _run_threads([[(first, 0)], [(second, 0)]], lambda item: lanes.submit(item))
+    assert Counter(kind for kind, _ in outcomes.values()) == {"ok": 2}  # the barrier passed: 2 in flight
+    assert lanes.groups == 2 and not lanes.busy and lanes.queued == 0
+    outcomes = _run_threads([[(key, n) for n in range(1, 6)] for key in (first, second)], lambda item: lanes.submit(item))
+    assert all(kind == "ok" for kind, _ in outcomes.values()) and lanes.items == 12
+
+
+def test_one_crashs_items_share_a_lane_so_they_are_never_written_at_once():
+    seen, lock = [], threading.Lock()
+    active = set()
+
+    def write(items):
+        keys = {key for key, _ in items}
+        with lock:
+            assert not keys & active, "two groups of one key in flight"
+            active.update(keys)
+        time.sleep(0.001)  # widen the window a second lane would use (not a timing assertion)
+        with lock:
+            active.difference_update(keys)
+            seen.extend(items)
+        return [None] * len(items)
+
+    lanes = GroupLanes(write, lanes=4, key=lambda item: item[0])
+    work = [[(f"crash{t % 3}", i) for i in range(20)] for t in range(9)]
+    outcomes = _run_threads(work, lambda item: lanes.submit(item))
+    assert all(kind == "ok" for kind, _ in outcomes.values()) and len(seen) == 9 * 20
+
+
+def test_lanes_are_validated():
+    for bad in (0, 65, 1.5, "2", True):
+        with pytest.raises(InvalidArgument):
+            GroupLanes(lambda items: items, lanes=bad, key=str)
+    with pytest.raises(InvalidArgument):
+        GroupLanes(lambda items: items, lanes=2)
+
+
+def test_a_store_with_lanes_stores_and_counts_each_crash_once(backend_url):
+    with open_store(backend_url, group_lanes=4) as store:
+        store.create_tables()
+        ids = [crash_id(K.SALTS[i % 16]) for i in range(24)]
+        times = {cid: BASE_TIME + timedelta(seconds=n) for n, cid in enumerate(ids)}
+        twice = [[cid for cid in ids[t::6]] for t in range(6)] * 2  # every crash saved by two threads
+        outcomes = _run_threads(twice, lambda cid: store.save_raw_crash(raw_crash(cid, times[cid]), {}, cid))
+        assert all(kind == "ok" for kind, _ in outcomes.values())
+        assert len(store.raw_groups.lanes) == 4 and store.raw_groups.items == 48
+        assert sorted(store.crashes_submitted(BASE_TIME, BASE_TIME + timedelta(hours=1))) == sorted(ids)
+        assert store.queue_sizes()["standard"] == 24
+        outcomes = _run_threads(twice, lambda cid: store.save_processed(processed(cid, signature="laned")))
+        assert all(kind == "ok" for kind, _ in outcomes.values())
+        assert store.queue_sizes()["standard"] == 0 and list(store.new_crashes()) == []
+        assert store.get_metrics("2016-09-18")["submitted_crash_reports"] == 24
+        assert store.get_signature_counters("laned")["daily_2016-09-18"] == 24

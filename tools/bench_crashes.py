@@ -291,36 +291,39 @@ def bench_data(n, dump_kb, seed):
 
 
 def run_mode(args):
-    mode, url, n, dump_kb, batch, threads, seed, servers = args
+    mode, url, n, dump_kb, batch, threads, seed, servers, lanes = args
+    label, _, _ = mode.partition("@")
     data = bench_data(n, dump_kb, seed)
     timings, by_kind = Timings(), {}
-    if mode in THREADED:
+    if label in THREADED:
         url = with_pool_size(url, 2 * threads + 2)
-    with open_store(url) as store:
+    options = {} if lanes is None else {"group_lanes": lanes}
+    with open_store(url, **options) as store:
         store.create_tables()
         store.backend.calls.clear()
         cpu = CpuShare(servers).start()
         client_cpu0 = time.process_time()
         t0 = time.perf_counter()
-        if mode in THREADED:
+        if label in THREADED:
             roles = RoleCalls(store.backend)
-            processed = THREADED[mode](store, data, threads, timings)
+            processed = THREADED[label](store, data, threads, timings)
             by_phase = dict(roles.by_role)
             roles.detach()
             if len(processed) != n or len(set(processed)) != n:
                 raise RuntimeError(f"{mode}: {len(processed)} saves of {len(set(processed))} distinct crashes, want {n}")
         else:
             phases = PhaseCalls(store.backend)
-            SEQUENTIAL[mode](store, data, batch, phases, timings, by_kind)
+            SEQUENTIAL[label](store, data, batch, phases, timings, by_kind)
             by_phase = phases.totals
         store.flush_counters()
         elapsed = time.perf_counter() - t0
         cpu_cores = {"client": round((time.process_time() - client_cpu0) / elapsed, 2), **cpu.stop()}
         calls = dict(store.backend.calls)
-        if mode in ("p", "a1", "a2") and store.queue_sizes()["standard"] != 0:
+        if label in ("p", "a1", "a2") and store.queue_sizes()["standard"] != 0:
             raise RuntimeError(f"{mode}: queue not drained: {store.queue_sizes()}")
     return {
-        "mode": mode, "dump_kb": dump_kb, "crashes": n, "threads": threads if mode in THREADED else 1,
+        "mode": mode, "dump_kb": dump_kb, "crashes": n, "threads": threads if label in THREADED else 1,
+        "group_lanes": len(store.processed_groups.lanes),
         "seconds": round(elapsed, 3), "crashes_per_s": round(n / elapsed, 1),
         "calls_per_crash": round(sum(calls.values()) / n, 2),
         "calls_by_phase": {k: round(v / n, 2) for k, v in sorted(by_phase.items())},
@@ -344,8 +347,9 @@ def ratios_of(results):
     """``{"dump_kb=S p/pb": x}``: throughput ratios of the mode pairs in :data:`RATIOS` that ran."""
     by = {(r["dump_kb"], r["mode"]): r for r in results}
     out = {}
+    laned = sorted({r["mode"] for r in results if r["mode"].startswith("p@")}, key=lambda m: int(m[2:]))
     for shape in sorted({r["dump_kb"] for r in results}):
-        for ours, other in RATIOS:
+        for ours, other in RATIOS + [(mode, "pb") for mode in laned]:
             if (shape, ours) in by and (shape, other) in by:
                 out[f"dump_kb={shape} {ours}/{other}"] = round(
                     by[(shape, ours)]["crashes_per_s"] / by[(shape, other)]["crashes_per_s"], 2)
@@ -373,7 +377,7 @@ def targets_of(results, ratios):
 
 
 def _print_result(result):
-    print(f"dump_kb={result['dump_kb']:<4} {result['mode']:<3} T={result['threads']:<2} "
+    print(f"dump_kb={result['dump_kb']:<4} {result['mode']:<4} T={result['threads']:<2} L={result['group_lanes']:<2} "
           f"{result['crashes_per_s']:>8} crashes/s  {result['calls_per_crash']:>6} calls/crash  "
           f"by phase {result['calls_by_phase']}  rss {result['peak_rss_mb']} MB", flush=True)
     if result["lifecycle_calls_by_crash_kind"]:
@@ -398,9 +402,13 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=8, help="collector and processor threads (p, pb)")
     parser.add_argument("--shapes", default="0,150", help="average dump KB per shape, comma-separated")
     parser.add_argument("--modes", default=",".join(ALL_MODES))
+    parser.add_argument("--lanes", default=None, metavar="N[,N...]",
+                        help="group lanes of the store (default: the store's); several: mode p runs once per "
+                             "count, the first as p, the others as p@N")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
+    lane_counts = [int(n) for n in args.lanes.split(",")] if args.lanes else [None]
     unknown = [m for m in modes if m not in SEQUENTIAL and m not in THREADED]
     if unknown:
         parser.error(f"unknown modes {unknown}: choose from {','.join(ALL_MODES)}")
@@ -416,12 +424,16 @@ def main(argv=None):
             hbase, servers = start_local_hbase(args.local_hbase, log=lambda msg: print(msg, file=sys.stderr))
             url = hbase.url
         try:
+            runs = [(mode, lanes) for mode in modes for lanes in lane_counts] if lane_counts[0] else \
+                [(mode, None) for mode in modes]
+            runs = [(m if m != "p" or lanes == lane_counts[0] else f"p@{lanes}", lanes)
+                    for m, lanes in runs if m == "p" or lanes == lane_counts[0]]
             for shape in [int(s) for s in args.shapes.split(",")]:
-                for mode in modes:
-                    case_url = isolated(url, workdir, f"{mode}{shape}{uuid.uuid4().hex[:6]}")
+                for mode, lanes in runs:
+                    case_url = isolated(url, workdir, f"{mode.replace('@', 'L')}{shape}{uuid.uuid4().hex[:6]}")
                     with ctx.Pool(1) as pool:
                         result = pool.apply(run_mode, ((mode, case_url, args.crashes, shape, args.batch,
-                                                        args.threads, 7, servers),))
+                                                        args.threads, 7, servers, lanes),))
                     results.append(result)
                     if not args.json:
                         _print_result(result)

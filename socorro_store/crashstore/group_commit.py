@@ -14,8 +14,10 @@ Each caller returns only once the group holding its item has been written, with 
 outcome: the value or the exception the group writer gave for its item, or, when the group
 writer itself raised, that exception (every caller of the group gets it).
 
-One group is in flight at a time per :class:`GroupCommit`: writes of one kind are serialised,
-which is also what lets a group writer see everything the groups before it wrote.
+One group is in flight at a time per :class:`GroupCommit`: its writes are serialised, which is
+also what lets a group writer see everything the groups before it wrote.  :class:`GroupLanes`
+runs several of them, one per lane, and sends each item to the lane of its key (a crash id): a
+crash's groups stay serialised while groups of other crashes are in flight beside them.
 
 Interruptions.  A caller may leave while it waits: an exception raised in its thread (Ctrl-C, a
 signal-based timeout) propagates to it, and every other caller still completes.  A caller that
@@ -31,6 +33,7 @@ its own caller only; the other callers of its group get :class:`GroupWriteInterr
 import collections
 import threading
 import time
+import zlib
 
 from ..checks import is_int
 from ..errors import GroupWriteInterrupted, InvalidArgument
@@ -38,6 +41,8 @@ from ..errors import GroupWriteInterrupted, InvalidArgument
 #: Default bounds of one group: few enough crashes, and few enough bytes, for one request.
 MAX_GROUP_ITEMS = 100
 MAX_GROUP_BYTES = 16 * 1024 * 1024
+#: Most lanes of groups in flight at once (:class:`GroupLanes`).
+MAX_LANES = 64
 
 
 class _Waiter:
@@ -210,3 +215,45 @@ class GroupCommit:
             else:
                 waiter.value = outcome
         return interrupted
+
+
+class GroupLanes:
+    """``lanes`` independent :class:`GroupCommit` queues: one group in flight per lane.
+
+    An item goes to the lane its key names (``key(item)``, hashed), so items of one key, such as
+    two saves of one crash, always share a lane: each still sees every earlier write of its key,
+    as with one queue.  Items of different keys may be written by groups in flight at the same
+    moment, which overlaps their round trips; one lane is :class:`GroupCommit` itself.
+    ``groups``, ``items`` and ``queued`` add up the lanes; ``busy`` is true while any writes.
+    """
+
+    def __init__(self, write_group, lanes=1, key=None, **options):
+        if not is_int(lanes) or not 1 <= lanes <= MAX_LANES:
+            raise InvalidArgument(f"lanes must be an int in 1..{MAX_LANES}: {lanes!r}")
+        if lanes > 1 and not callable(key):
+            raise InvalidArgument("key must be callable when there are several lanes")
+        self._key = key
+        self.lanes = [GroupCommit(write_group, **options) for _ in range(lanes)]
+
+    def submit(self, item, weight=0):
+        """Write ``item`` in the next group of its lane; see :meth:`GroupCommit.submit`."""
+        if len(self.lanes) == 1:
+            return self.lanes[0].submit(item, weight)
+        lane = zlib.crc32(self._key(item).encode("utf-8")) % len(self.lanes)
+        return self.lanes[lane].submit(item, weight)
+
+    @property
+    def groups(self):
+        return sum(lane.groups for lane in self.lanes)
+
+    @property
+    def items(self):
+        return sum(lane.items for lane in self.lanes)
+
+    @property
+    def queued(self):
+        return sum(lane.queued for lane in self.lanes)
+
+    @property
+    def busy(self):
+        return any(lane.busy for lane in self.lanes)

@@ -49,7 +49,6 @@ a save or release is a failed attempt; after ``max_attempts`` of them the crash 
 (:func:`dead_lettered_crashes`) instead of being handed out again, until ``enqueue_priority``.
 """
 
-import heapq
 import itertools
 import logging
 import os
@@ -67,13 +66,10 @@ from ..schema.keys import (
     CRASH_REPORTS,
     LEGACY_UNPROCESSED_FLAG,
     PRIORITY_PREFIX,
-    SALTS,
     UNPROCESSED_FLAG,
     crash_row_key,
     parse_key_timestamp,
     priority_key,
-    time_index_order,
-    time_index_range,
 )
 from ..schema.queue_keys import COL_DEAD, claim_cell
 from .dead_letters import (  # noqa: F401 - re-exported: the queue's dead-letter list
@@ -94,6 +90,14 @@ from .claims import (  # noqa: F401 - the claim vocabulary, re-exported for call
     now_ms,
     owner_of,
 )
+from .queue_scans import (  # noqa: F401 - re-exported: how the queue is read
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_RESCAN_SECONDS,
+    EmptyPollGate,
+    merged_scan,
+    queue_rows,
+    readable_rows,
+)
 from .states import STATE_COLUMNS, crash_state
 
 #: queue name -> (table, row prefix before the salt)
@@ -104,7 +108,6 @@ QUEUES = {
 }
 DEFAULT_LEASE_SECONDS = 300
 DEFAULT_MAX_ATTEMPTS = 3
-DEFAULT_PAGE_SIZE = 256
 CLAIM_GROUP = 16  # claims per call when the caller gave no limit
 MAX_TAKERS_PER_GROUP = 64  # takers served by one shared claim
 _SCAN_COLUMNS = [COL_OOID, COL_DEAD]
@@ -121,63 +124,6 @@ def queue_table(queue):
 
 def default_processor_id():
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
-
-
-def merged_scan(backend, table, prefix=b"", columns=None, start=None, end=None,
-                page_size=DEFAULT_PAGE_SIZE):
-    """Rows of the 16 salt buckets under ``prefix``, merged in (time, crash id) order.
-
-    ``start``/``end`` bound the time part (``end`` exclusive).  Each bucket is one paged scan;
-    :func:`heapq.merge` pulls one row at a time from each, so memory stays within 16 pages.
-    """
-    iterators = []
-    for salt_char in SALTS:
-        low, high = time_index_range(salt_char, start, end, prefix)
-        iterators.append(backend.scan(table, start=low, stop=high, columns=columns,
-                                      page_size=page_size))
-    return heapq.merge(*iterators, key=lambda item: time_index_order(item[0], prefix))
-
-
-def queue_rows(backend, table, prefix=b"", columns=None, page_size=DEFAULT_PAGE_SIZE):
-    """Every row of a queue in (time, crash id) order, with at most 16 pages in memory.
-
-    One scan reads up to 16 pages over the whole key range of the 16 buckets; if the queue is
-    that short, its rows are sorted in memory.  Otherwise the 16 bucket scans are merged
-    (:func:`merged_scan`), and the probe's rows are dropped.  Rows between the buckets (keys
-    whose first byte after ``prefix`` is not a salt) are not queue rows and are skipped, as the
-    merged scan would.
-    """
-    cap = len(SALTS) * page_size
-    low = time_index_range(SALTS[0], prefix=prefix)[0]
-    high = time_index_range(SALTS[-1], prefix=prefix)[1]
-    rows = list(backend.scan(table, start=low, stop=high, columns=columns, limit=cap + 1, page_size=cap + 1))
-    if len(rows) > cap:
-        del rows
-        return merged_scan(backend, table, prefix, columns=columns, page_size=page_size)
-    salt_at = len(prefix)
-    rows = [item for item in rows if item[0][salt_at:salt_at + 1] in _SALT_BYTES]
-    rows.sort(key=lambda item: time_index_order(item[0], prefix))
-    return iter(rows)
-
-
-_SALT_BYTES = frozenset(salt_char.encode("ascii") for salt_char in SALTS)
-
-
-def readable_rows(rows, parse, table):
-    """``(row, cells, parse(row))`` of each scanned row whose key ``parse`` can read.
-
-    An index row no layout describes (written by a bug, by hand, or by an older version that
-    accepted a crash id ending in a newline) is skipped with a warning, never raised: one
-    unreadable row must not take down every reader of its day.  ``verify-indexes`` reports
-    such rows (``malformed``) and ``--repair`` deletes them.
-    """
-    for row, cells in rows:
-        try:
-            parsed = parse(row)
-        except InvalidArgument as exc:
-            _log.warning("skipped an unreadable row of %s (verify-indexes reports it): %s", table, exc)
-            continue
-        yield row, cells, parsed
 
 
 def take(backend, limit=None, queue="standard", processor_id=None, lease_seconds=DEFAULT_LEASE_SECONDS,
@@ -304,8 +250,10 @@ class QueuePass:
     takers of a group that runs the pass out stop there (their iterations end).
     """
 
-    def __init__(self, backend, queue, page_size=DEFAULT_PAGE_SIZE):
+    def __init__(self, backend, queue, page_size=DEFAULT_PAGE_SIZE, rescan_seconds=DEFAULT_RESCAN_SECONDS):
         self.backend, self.queue, self.page_size = backend, queue, page_size
+        #: lets an empty poll end on one read of the queue counters (:class:`EmptyPollGate`)
+        self.empty_polls = EmptyPollGate(backend, queue, rescan_seconds)
         self._candidates = None
         self._began = None  # time.monotonic() when the pass's scan began
         # crashes asked for inside take(), and assigned so far: their difference sizes the reads
@@ -373,6 +321,10 @@ class QueuePass:
         self._assigned = 0
         while open_wants:
             if self._candidates is None:
+                if self.empty_polls.looks_empty():  # the counters' one read, instead of a scan
+                    self._run_out(open_wants)
+                    return
+                self.empty_polls.note_scan()
                 self._began = time.monotonic()
                 self._candidates = candidates(self.backend, self.queue, self.page_size, self._demand)
             try:
@@ -382,8 +334,7 @@ class QueuePass:
                 raise
             if item is None:
                 self._candidates = None
-                for taker, _want, _got in open_wants:
-                    taker.exhausted = True
+                self._run_out(open_wants)
                 return
             row, crash_id, _state = item
             if crash_id in seen:
@@ -395,6 +346,11 @@ class QueuePass:
                 self._assigned += 1
                 if len(got) == want:
                     open_wants.pop(0)
+
+    @staticmethod
+    def _run_out(open_wants):
+        for taker, _want, _got in open_wants:
+            taker.exhausted = True
 
 
 def claim_groups(backend, queue, groups):

@@ -12,15 +12,23 @@ from ..errors import InvalidArgument
 from ..schema import keys as K
 from ..schema.table_admin import create_tables
 from . import counters, crashes, deletion, grouped_saves, inspect, queue, reports, resubmissions
-from .group_commit import MAX_GROUP_BYTES, MAX_GROUP_ITEMS, GroupCommit
-from .queue import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_ATTEMPTS, QUEUES, HeldClaims, QueuePass, take
+from .group_commit import MAX_GROUP_BYTES, MAX_GROUP_ITEMS, GroupCommit, GroupLanes
+from .queue import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_ATTEMPTS, DEFAULT_RESCAN_SECONDS, QUEUES, HeldClaims, QueuePass, take
+
+
+#: Raw and processed groups in flight at once (see ``group_lanes``; measured in docs/performance.md).
+DEFAULT_GROUP_LANES = 1
+
+
+def _crash_id_of(prepared):
+    return prepared.crash_id
 
 
 def open_store(url=None, **options):
     """Open the store a URL names: ``url``, else ``$SOCORRO_STORE_URL``, else the embedded default.
 
     ``options`` go to :class:`CrashStore` (``forbidden_keys``, ``max_cell_bytes``,
-    ``counter_flush_ms``, ``group_max_crashes``, ``group_max_bytes``).
+    ``counter_flush_ms``, ``group_max_crashes``, ``group_max_bytes``, ``group_lanes``).
     """
     backend = open_backend(url)
     try:
@@ -43,10 +51,17 @@ class CrashStore:
     ``group_max_crashes`` / ``group_max_bytes``: the largest group of concurrent one-crash calls
     written together (see :mod:`group_commit`); ``raw_groups``, ``processed_groups`` and
     ``priority_groups`` count the groups and items written.
+    ``group_lanes``: raw and processed groups in flight at once, each crash id always in the same
+    lane (:class:`~.group_commit.GroupLanes`); more lanes overlap more round trips but make
+    smaller groups (more calls per crash).  Priority requests keep one lane (a request names
+    several crashes).
+    ``queue_rescan_seconds``: how long after a scan of a queue an empty poll may end on one read
+    of the queue counters (:class:`~.queue_scans.EmptyPollGate`); 0 scans at every poll.
     """
 
     def __init__(self, backend, forbidden_keys=crashes.DEFAULT_FORBIDDEN_KEYS, max_cell_bytes=MAX_CELL_BYTES,
-                 counter_flush_ms=None, group_max_crashes=MAX_GROUP_ITEMS, group_max_bytes=MAX_GROUP_BYTES):
+                 counter_flush_ms=None, group_max_crashes=MAX_GROUP_ITEMS, group_max_bytes=MAX_GROUP_BYTES,
+                 group_lanes=DEFAULT_GROUP_LANES, queue_rescan_seconds=DEFAULT_RESCAN_SECONDS):
         if not is_int(max_cell_bytes) or not 0 < max_cell_bytes <= MAX_CELL_BYTES:
             raise InvalidArgument(f"max_cell_bytes must be an int in 1..{MAX_CELL_BYTES}")
         if isinstance(forbidden_keys, str):
@@ -59,15 +74,16 @@ class CrashStore:
         self.held_claims = HeldClaims()
         #: one pass per queue shared by this store's ``new_crashes()`` iterators: concurrent
         #: takers are claimed for together (:class:`~.queue.QueuePass`)
-        self.queue_passes = {name: QueuePass(backend, name) for name in QUEUES}
-        limits = (group_max_crashes, group_max_bytes)
-        self.raw_groups = GroupCommit(
-            lambda items: grouped_saves.save_raw_group(backend, self.live_counters, items), *limits)
-        self.processed_groups = GroupCommit(
-            lambda items: grouped_saves.save_processed_group(backend, self.live_counters, items,
-                                                             self.held_claims), *limits)
+        self.queue_passes = {name: QueuePass(backend, name, rescan_seconds=queue_rescan_seconds) for name in QUEUES}
+        limits = {"max_items": group_max_crashes, "max_bytes": group_max_bytes}
+        self.raw_groups = GroupLanes(
+            lambda items: grouped_saves.save_raw_group(backend, self.live_counters, items),
+            group_lanes, key=_crash_id_of, **limits)
+        self.processed_groups = GroupLanes(
+            lambda items: grouped_saves.save_processed_group(backend, self.live_counters, items, self.held_claims),
+            group_lanes, key=_crash_id_of, **limits)
         self.priority_groups = GroupCommit(
-            lambda items: grouped_saves.enqueue_priority_group(backend, self.live_counters, items), *limits)
+            lambda items: grouped_saves.enqueue_priority_group(backend, self.live_counters, items), **limits)
         self.live_counters = counters.LiveCounters(backend, counter_flush_ms)
 
     def __enter__(self):
@@ -114,7 +130,10 @@ class CrashStore:
         """
         crash = crashes.prepare_raw(raw_crash, dumps, crash_id, self.max_cell_bytes)
         self._check_fits([crash])
-        self.raw_groups.submit(crash, grouped_saves.weight_of(crash.puts))
+        try:
+            self.raw_groups.submit(crash, grouped_saves.weight_of(crash.puts))
+        finally:  # even a failed write may have queued it
+            self._queued()
 
     def save_raw_crashes(self, items):
         """Save ``(raw_crash, dumps, crash_id)`` triples with one mutate per table touched.
@@ -134,7 +153,10 @@ class CrashStore:
                 raise outcome
         new = [crash for crash, outcome in zip(prepared, outcomes) if outcome == resubmissions.NEW]
         if new:
-            crashes.write_raw(self.backend, new, self.live_counters)
+            try:
+                crashes.write_raw(self.backend, new, self.live_counters)
+            finally:
+                self._queued()
         return len(new)
 
     def _check_fits(self, prepared):
@@ -219,7 +241,15 @@ class CrashStore:
         crash_ids = crashes.unique_crash_ids(crash_ids)
         if not crash_ids:
             return 0
-        return self.priority_groups.submit(crash_ids, 64 * len(crash_ids))
+        try:
+            return self.priority_groups.submit(crash_ids, 64 * len(crash_ids))
+        finally:
+            self._queued()
+
+    def _queued(self):
+        """After this store wrote queue pointers: its next poll of each queue scans."""
+        for queue_pass in self.queue_passes.values():
+            queue_pass.empty_polls.note_queued()
 
     # -- queries -----------------------------------------------------------------------------
     def crashes_submitted(self, start, end):

@@ -319,11 +319,14 @@ def run_mode(args):
         elapsed = time.perf_counter() - t0
         cpu_cores = {"client": round((time.process_time() - client_cpu0) / elapsed, 2), **cpu.stop()}
         calls = dict(store.backend.calls)
+        groups = {name: round(g.items / g.groups, 2) for name, g in (
+            ("raw", store.raw_groups), ("processed", store.processed_groups),
+            ("take", store.queue_passes["standard"]._groups)) if g.groups}
         if label in ("p", "a1", "a2") and store.queue_sizes()["standard"] != 0:
             raise RuntimeError(f"{mode}: queue not drained: {store.queue_sizes()}")
     return {
         "mode": mode, "dump_kb": dump_kb, "crashes": n, "threads": threads if label in THREADED else 1,
-        "group_lanes": len(store.processed_groups.lanes),
+        "group_lanes": len(store.processed_groups.lanes), "mean_group_size": groups,
         "seconds": round(elapsed, 3), "crashes_per_s": round(n / elapsed, 1),
         "calls_per_crash": round(sum(calls.values()) / n, 2),
         "calls_by_phase": {k: round(v / n, 2) for k, v in sorted(by_phase.items())},
@@ -380,6 +383,8 @@ def _print_result(result):
     print(f"dump_kb={result['dump_kb']:<4} {result['mode']:<4} T={result['threads']:<2} L={result['group_lanes']:<2} "
           f"{result['crashes_per_s']:>8} crashes/s  {result['calls_per_crash']:>6} calls/crash  "
           f"by phase {result['calls_by_phase']}  rss {result['peak_rss_mb']} MB", flush=True)
+    if result["mean_group_size"]:
+        print(f"{'':20}mean group size (crashes or takers per group): {result['mean_group_size']}")
     if result["lifecycle_calls_by_crash_kind"]:
         print(f"{'':20}lifecycle calls per crash, by crash kind: {result['lifecycle_calls_by_crash_kind']}")
     print(f"{'':20}latency: " + "  ".join(f"{step} p50 {v['p50_ms']} / p99 {v['p99_ms']} ms"

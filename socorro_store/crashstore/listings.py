@@ -162,3 +162,30 @@ def _socorro_ids(rows, stored):
             continue
         if row[:len(stored)] == stored:
             yield crash_id
+
+
+def latest_crashes_by_signature(backend, signature, limit=50, offset=0):
+    """``([(submitted time, crash id)], more)``: the ``limit`` newest crashes of ``signature`` after
+    skipping the ``offset`` newest, newest first, and whether older ones remain.
+
+    One reverse range scan of our signature index, read lazily (pages of ``offset + limit + 1``
+    pointers), each pointer checked against its crash row's current signature as in
+    :func:`crashes_by_signature`: it reads at most the pointers it returns or skips, plus one,
+    and stale ones.  Socorro's ``signature + crash_id`` rows carry no time, so only
+    :func:`crashes_by_signature` lists them.
+    """
+    for name, value in (("limit", limit), ("offset", offset)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < (1 if name == "limit" else 0):
+            raise InvalidArgument(f"{name} must be an int >= {1 if name == 'limit' else 0}: {value!r}")
+    stored = K.signature_name(signature).encode("utf-8", "surrogatepass")
+    low, high = K.signature_index_range(signature)
+    wanted = offset + limit + 1
+    rows = backend.scan(K.SIGNATURE_OOID, start=high, stop=low, reverse=True, columns=[K.COL_OOID],
+                        page_size=min(wanted, 1000))
+    pointers = ((moment, crash_id) for row, _cells, (_name, moment, crash_id)
+                in readable_rows(rows, K.parse_signature_index_key, K.SIGNATURE_OOID)
+                if row.startswith(low))  # the reverse scan's inclusive top is not one of them
+    found = list(itertools.islice(
+        with_crash_rows(backend, pointers, lambda item: item[1], min(wanted, 1000),
+                        columns=(K.COL_OOID, K.COL_SIGNATURE), accept=_current(stored)), wanted))
+    return found[offset:offset + limit], len(found) == wanted

@@ -172,3 +172,47 @@ def signature_report(backend, signature, now=None, product=None, version=None, o
         "hourly": [[row(m, "hour"), by_level.get("hour", {}).get(m, 0)] for m in hourly],
         "daily": [[row(m, "day"), by_level.get("day", {}).get(m, 0)] for m in daily],
     }
+
+
+def crashes_per_hour(backend, now=None, hours=CHART_HOURS):
+    """``[[hour row, crashes submitted]]`` of the ``hours`` hours up to ``now``'s, oldest first:
+    one multi-row read of the ``metrics`` hour rows (their ``submitted_crash_reports``)."""
+    if not is_int(hours) or not 1 <= hours <= 24 * 31:
+        raise InvalidArgument(f"hours must be an int in 1..{24 * 31}: {hours!r}")
+    now = datetime.now(timezone.utc) if now is None else K.parse_timestamp(now, "now")
+    hour = now.replace(minute=0, second=0, microsecond=0)
+    rows = [K.metrics_row(hour - timedelta(hours=h), "hour") for h in range(hours - 1, -1, -1)]
+    column = K.counter_column(counters.SUBMITTED)
+    cells = backend.get_rows(K.METRICS, rows, columns=[column])
+    return [[row.decode("ascii"), K.decode_counter(value) if len(value) == 8 else 0]
+            for row, value in ((row, cells.get(row, {}).get(column, b"")) for row in rows)]
+
+
+def signature_breakdown(backend, signature, start, end):
+    """The crashes of ``signature`` in ``[start, end)`` (whole days) by product, by product and
+    version, and by OS: ``{"product": [[name, n]], "version": [[product, version, n]], "os":
+    [[name, n]]}``, most first.  One read of the signature's row (its daily dimensioned columns).
+    A value over the cardinality cap is counted under ``##other##``."""
+    start, end = K.parse_timestamp(start, "start"), K.parse_timestamp(end, "end")
+    level, days = _intervals(start, end)
+    if level != "day":
+        raise InvalidArgument("a breakdown covers whole days (midnight to midnight)")
+    wanted = {K.metrics_row(day, "day").decode("ascii") for day in days}
+    totals = {"p": {}, "pv": {}, "os": {}}
+    for name, n in counters.read_counters(backend, K.SIGNATURES, K.signature_row(signature)).items():
+        base, sep, key = name.partition("|")
+        if not sep or not base.startswith("daily_") or base[len("daily_"):] not in wanted:
+            continue
+        try:
+            kind, values = DK.parse_dimension_key(key.encode("ascii"))
+        except (InvalidArgument, UnicodeEncodeError):
+            continue
+        if kind in totals:
+            label = tuple(values[f] for f in ("product", "version", "os") if f in values)
+            totals[kind][label] = totals[kind].get(label, 0) + n
+
+    def ranked(kind):
+        return [[*label, n] for label, n in sorted(totals[kind].items(), key=lambda item: (-item[1], item[0]))
+                if n > 0]
+
+    return {"product": ranked("p"), "version": ranked("pv"), "os": ranked("os")}

@@ -11,7 +11,7 @@ from ..checks import is_int
 from ..errors import InvalidArgument
 from ..schema import keys as K
 from ..schema.table_admin import create_tables
-from . import counters, crashes, deletion, grouped_saves, inspect, queue, reports, resubmissions
+from . import counters, crashes, deletion, grouped_saves, inspect, listings, queue, reports, resubmissions
 from .group_commit import MAX_GROUP_BYTES, MAX_GROUP_ITEMS, GroupCommit, GroupLanes
 from .queue import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_ATTEMPTS, DEFAULT_RESCAN_SECONDS, QUEUES, HeldClaims, QueuePass, take
 
@@ -297,3 +297,15 @@ class CrashStore:
 
     def signature_report(self, signature, now=None, product=None, version=None, os=None):
         return reports.signature_report(self.backend, signature, now, product, version, os)
+
+    def signature_breakdown(self, signature, start, end):
+        """A signature's crashes of ``[start, end)`` (whole days) by product, version and OS."""
+        return reports.signature_breakdown(self.backend, signature, start, end)
+
+    def crashes_per_hour(self, now=None, hours=reports.CHART_HOURS):
+        """``[[hour, crashes submitted]]`` of the last ``hours`` hours, from the metrics rows."""
+        return reports.crashes_per_hour(self.backend, now, hours)
+
+    def latest_crashes_by_signature(self, signature, limit=50, offset=0):
+        """The newest crashes of a signature, paged: ``([(time, crash id)], more)``."""
+        return listings.latest_crashes_by_signature(self.backend, signature, limit, offset)

@@ -62,9 +62,10 @@ def create_app(store, unredacted=False, now=None):
     @app.errorhandler(404)
     @app.errorhandler(405)
     def http_error(exc):
+        allow = {"Allow": ", ".join(exc.valid_methods)} if getattr(exc, "valid_methods", None) else {}
         if request.path.startswith("/api/"):
-            return jsonify({"error": exc.description}), exc.code
-        return render_template("error.html", status=exc.code, message=exc.description), exc.code
+            return jsonify({"error": exc.description}), exc.code, allow
+        return render_template("error.html", status=exc.code, message=exc.description), exc.code, allow
 
     @app.get("/")
     def home():

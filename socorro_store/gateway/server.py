@@ -18,7 +18,6 @@ default ``TBoundedThreadPoolServer``.
 * Only loopback addresses unless ``allow_remote``: the protocol has no authentication.
 """
 
-import ipaddress
 import logging
 import select
 import signal
@@ -31,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from thriftpy2.protocol import TCompactProtocolFactory, TCyBinaryProtocolFactory
 from thriftpy2.transport import TCyBufferedTransport, TTransportException
 
+from ..checks import is_loopback
 from ..errors import InvalidArgument
 from .handler import GatewayProcessor, Hbase, HbaseHandler
 from .wire import (
@@ -47,19 +47,6 @@ PROTOCOLS = ("binary", "compact")
 MAX_BUFFERED_REQUEST = 256 * 1024 * 1024  # buffered mode has no frame limit; bound garbage anyway
 _POLL_S = 0.2  # how quickly an idle worker notices stop()
 _RECV_CHUNK = 256 * 1024
-
-
-def is_loopback(host):
-    """True when every address ``host`` resolves to is a loopback address."""
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        pass
-    try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except socket.gaierror:
-        return False
-    return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
 
 
 class _ClientSocket:

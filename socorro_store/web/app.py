@@ -8,11 +8,11 @@ usual ``nosniff`` / ``no-referrer`` / no-framing headers.  Store errors map to s
 bad input 400, not found 404, store unavailable 503.
 """
 
-import ipaddress
 from datetime import datetime, timezone
 
 from flask import Flask, Response, abort, jsonify, redirect, render_template, request, url_for
 
+from ..checks import is_loopback
 from ..errors import BackendUnavailable, CrashIDNotFound, InvalidArgument, NotFound, SocorroStoreError
 from . import pages
 
@@ -126,13 +126,9 @@ def create_app(store, unredacted=False, now=None):
 
 def check_web_address(host, allow_remote):
     """Refuse a non-loopback ``host`` unless ``allow_remote`` (InvalidArgument)."""
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback and not allow_remote:
-        raise InvalidArgument(f"--host {host} is not a loopback address: pass --allow-remote to serve it "
-                              f"(the pages show crash reports, without authentication)")
+    if not allow_remote and not is_loopback(host):
+        raise InvalidArgument(f"refusing to serve on non-loopback address {host!r}: the pages show crash "
+                              "reports without authentication (pass --allow-remote)")
 
 
 def make_web_server(store, host="127.0.0.1", port=8000, unredacted=False, allow_remote=False):

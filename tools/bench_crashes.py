@@ -54,6 +54,7 @@ import threading
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 from bench_common import (
     CpuShare,
@@ -410,6 +411,9 @@ def main(argv=None):
     parser.add_argument("--lanes", default=None, metavar="N[,N...]",
                         help="group lanes of the store (default: the store's); several: mode p runs once per "
                              "count, the first as p, the others as p@N")
+    parser.add_argument("--gateway-caches", choices=("capped", "default"), default="capped",
+                        help="the gateway's SQLite page caches: capped (the engine's) or SQLite's default "
+                             "2 MB a connection (tools/serve_default_caches.py), to compare")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
@@ -423,7 +427,9 @@ def main(argv=None):
         gateway, hbase, url, servers = None, None, args.url, {}
         if args.gateway:
             from chaos_harness import Gateway
-            gateway = Gateway(f"{workdir}/gateway")
+            program = ("-m", "socorro_store") if args.gateway_caches == "capped" else \
+                (str(Path(__file__).with_name("serve_default_caches.py")),)
+            gateway = Gateway(f"{workdir}/gateway", program=program)
             url, servers = gateway.url(), {"gateway": gateway.proc.pid}
         elif args.local_hbase:
             hbase, servers = start_local_hbase(args.local_hbase, log=lambda msg: print(msg, file=sys.stderr))
@@ -444,6 +450,7 @@ def main(argv=None):
                         _print_result(result)
         finally:
             if gateway is not None:
+                gateway_peak_mb = round(gateway.rss_kb("VmHWM") / 1024, 1)
                 gateway.stop()
             if hbase is not None:
                 hbase.stop()
@@ -457,6 +464,8 @@ def main(argv=None):
     else:
         headline = ", ".join(f"{k.split()[0]} {v}x" for k, v in ratios.items() if k.endswith(" p/pb"))
         print(f"HEADLINE production shape p/pb ({args.threads}+{args.threads} threads, {where}): {headline or 'not run'}")
+        if gateway is not None:
+            print(f"gateway peak RSS {gateway_peak_mb} MB (page caches: {args.gateway_caches})")
         print("throughput ratios (ours/baseline):")
         for name, value in ratios.items():
             print(f"  {name:<22} {value}")

@@ -261,10 +261,12 @@ def proc_rss_kb(pid, field="VmRSS"):
 class Gateway:
     """``socorro-store serve`` over ``directory`` on a free loopback port (a child process)."""
 
-    def __init__(self, directory, transport="buffered", protocol="binary", extra_args=(), start_timeout_s=30):
+    def __init__(self, directory, transport="buffered", protocol="binary", extra_args=(), start_timeout_s=30,
+                 program=("-m", "socorro_store")):
+        """``program``: what ``python`` runs as the CLI (a tools/ launcher that patches the engine)."""
         self.directory, self.transport, self.protocol = str(directory), transport, protocol
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "socorro_store", "--url", f"embedded://{self.directory}", "serve",
+            [sys.executable, *program, "--url", f"embedded://{self.directory}", "serve",
              "--create", "--port", "0", "--transport", transport, "--protocol", protocol, *extra_args],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -16,8 +16,11 @@ against 100 ms for the top-crashers and signature pages.
 """
 
 import argparse
+import collections
 import json
 import logging
+import multiprocessing
+import random
 import statistics
 import sys
 import threading
@@ -28,40 +31,99 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from socorro_store import open_store
-from socorro_store.demo import synthetic_crashes
+from socorro_store.demo import signature_names, synthetic_crashes, weighted_choice
 from socorro_store.web import create_app, make_web_server
 
 TARGET_MS = 100
 BATCH = 2000
+# Fenix and Focus run on Android; the desktop products' crashes split over the three desktop OSes.
+MOBILE = {"Fenix", "Focus"}
+DESKTOP_OS = [("Windows NT", 0.75), ("Mac OS X", 0.15), ("Linux", 0.10)]
+SIGNATURES = 3000
+MARKER = "bench-web.json"
+PROGRESS = "bench-web-progress.json"
+
+
+def _generate_days(first_day, days, seed, out):
+    """Child process: put each day's crashes on ``out`` as ``[(raw, crash_id, signature, os)]``.
+
+    Generating (``synthetic_crashes``) costs about a fifth of saving, so it runs beside the saves
+    instead of before them.  The Notes annotation is dropped (metadata only: no page reads it, and
+    it would double the bytes written)."""
+    stable = signature_names(SIGNATURES, random.Random(seed))
+    for d in days:
+        rng = random.Random(seed * 1000 + d)
+        day = first_day + timedelta(days=d)
+        # synthetic_crashes draws its names from its own seed, a new list each day: map each
+        # day's rank back to one list so that a signature keeps its rank (and trend) across days
+        ranks = {name: rank for rank, name in enumerate(signature_names(SIGNATURES, random.Random(seed + d)))}
+        crashes = []
+        for raw, _dumps, cid, sig in synthetic_crashes(days[d], day, seed=seed + d, dump_kb=0, signatures=SIGNATURES):
+            raw.pop("Notes", None)
+            sig = stable[ranks[sig]] if sig else sig  # None (failed) and "" (empty) stay as drawn
+            os_name = "Android" if raw["ProductName"] in MOBILE else weighted_choice(rng, DESKTOP_OS)
+            crashes.append((raw, cid, sig, os_name))
+        out.put((d, crashes))
+    out.put(None)
 
 
 def build(directory, crashes, days, seed):
-    """Fill ``directory`` with ``crashes`` crashes over ``days`` days ending today (once)."""
-    marker = Path(directory) / "bench-web.json"
-    if marker.exists() and json.loads(marker.read_text()).get("crashes") == crashes:
-        return json.loads(marker.read_text())
-    today = datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
-    started, done = time.perf_counter(), 0
-    with open_store(f"embedded://{directory}") as store:
-        store.create_tables()
-        for d in range(days):
-            day = today - timedelta(days=days - 1 - d)
-            n = crashes // days + (1 if d < crashes % days else 0)
-            data = synthetic_crashes(n, day, seed=seed + d, dump_kb=0)
-            for i in range(0, len(data), BATCH):
-                chunk = data[i:i + BATCH]
-                store.save_raw_crashes([(raw, dumps, cid) for raw, dumps, cid, _sig in chunk])
-                store.save_processed_crashes([{"uuid": cid, "signature": sig, "product": raw["ProductName"],
-                                               "version": raw["Version"], "os_name": "Windows NT", "success": True,
-                                               "completeddatetime": raw["submitted_timestamp"]}
-                                              for raw, _d, cid, sig in chunk if sig is not None])
-                done += len(chunk)
-            rate = done / (time.perf_counter() - started)
-            print(f"  built {done:,} / {crashes:,} crashes ({rate:,.0f} crashes/s)", file=sys.stderr, flush=True)
-        store.flush_counters()
-    info = {"crashes": crashes, "days": days, "build_seconds": round(time.perf_counter() - started, 1),
-            "build_rate": round(crashes / (time.perf_counter() - started), 1)}
+    """Fill ``directory`` with ``crashes`` crashes over the ``days`` days ending today (once).
+
+    The marker file ``bench-web.json`` says the store is finished (and of what size); a build
+    that was interrupted resumes at the first day not finished (``bench-web-progress.json``):
+    the crashes of that day already saved are retries, which the store skips.
+    """
+    directory = Path(directory)
+    marker, progress = directory / MARKER, directory / PROGRESS
+    if marker.exists():
+        info = json.loads(marker.read_text())
+        if info.get("crashes") == crashes and info.get("days") == days:
+            return info
+        raise SystemExit(f"{directory} holds a store of {info['crashes']:,} crashes over {info['days']} days: "
+                         "use another --dir")
+    state = json.loads(progress.read_text()) if progress.exists() else None
+    if state and (state["crashes"], state["days"], state["seed"]) != (crashes, days, seed):
+        raise SystemExit(f"{directory} holds an unfinished build of another size: remove it or use another --dir")
+    if state is None:
+        today = datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+        state = {"crashes": crashes, "days": days, "seed": seed, "done_days": 0, "seconds": 0.0,
+                 "first_day": (today - timedelta(days=days - 1)).date().isoformat()}
+        directory.mkdir(parents=True, exist_ok=True)
+    first_day = datetime.fromisoformat(state["first_day"]).replace(tzinfo=timezone.utc)
+    per_day = {d: crashes // days + (1 if d < crashes % days else 0) for d in range(state["done_days"], days)}
+    queue = multiprocessing.get_context("fork").Queue(maxsize=2)  # at most two days waiting in memory
+    generator = multiprocessing.get_context("fork").Process(
+        target=_generate_days, args=(first_day, per_day, seed, queue), daemon=True)
+    generator.start()
+    done = sum(crashes // days + (1 if d < crashes % days else 0) for d in range(state["done_days"]))
+    started, saved_here = time.perf_counter(), 0
+    # Counters coalesce in memory for a minute: a Zipf mix repeats the same few counter cells.
+    with open_store(f"embedded://{directory}", counter_flush_ms=60_000) as store:
+        store.create_tables()  # idempotent: a resumed build finds them
+        for d, day_crashes in iter(queue.get, None):
+            for i in range(0, len(day_crashes), BATCH):
+                chunk = day_crashes[i:i + BATCH]
+                store.save_raw_crashes([(raw, {}, cid) for raw, cid, _sig, _os in chunk])
+                store.save_processed_crashes([
+                    {"uuid": cid, "signature": sig, "product": raw["ProductName"], "version": raw["Version"],
+                     "os_name": os_name, "success": True, "completeddatetime": raw["submitted_timestamp"]}
+                    for raw, cid, sig, os_name in chunk if sig is not None])  # None: processing failed
+                done, saved_here = done + len(chunk), saved_here + len(chunk)
+            store.flush_counters()
+            elapsed = time.perf_counter() - started
+            rate = saved_here / elapsed
+            state.update(done_days=d + 1, seconds=round(state["seconds"] + elapsed, 1))
+            started, saved_here = time.perf_counter(), 0
+            progress.write_text(json.dumps(state))
+            left = (crashes - done) / rate if rate else 0
+            print(f"  day {d + 1}/{days}: {done:,} / {crashes:,} crashes saved ({rate:,.0f} crashes/s; "
+                  f"about {left / 60:,.0f} min left)", file=sys.stderr, flush=True)
+    generator.join()
+    info = {"crashes": crashes, "days": days, "first_day": state["first_day"], "build_seconds": state["seconds"],
+            "build_rate": round(crashes / max(state["seconds"], 1e-9), 1)}
     marker.write_text(json.dumps(info))
+    progress.unlink()
     return info
 
 
@@ -88,35 +150,48 @@ def main(argv=None):
     info = build(args.dir, args.crashes, args.days, args.seed)
     print(f"store: {info['crashes']:,} crashes over {info['days']} days, built in {info['build_seconds']} s "
           f"({info['build_rate']:,} crashes/s)")
+    today = datetime.now(timezone.utc).date()
+    last_day = datetime.fromisoformat(info["first_day"]).date() + timedelta(days=info["days"] - 1)
+    if last_day != today:
+        print(f"note: the store ends on {last_day}, the pages read the days up to today ({today})")
     with open_store(f"embedded://{args.dir}") as store:
         app = create_app(store).test_client()
         top = app.get("/api/topcrashers?days=7").get_json()["signatures"]
-        first, rare = top[0]["signature"], top[-1]["signature"]
+        # the generator's least likely name: a few dozen crashes in a 1 M store
+        first, rare = top[0]["signature"], signature_names(SIGNATURES, random.Random(args.seed))[-1]
         crash = app.get("/api/signature?" + urllib.parse.urlencode({"signature": first})).get_json()["crashes"][0]["crash_id"]
+        top_sig, rare_sig = (urllib.parse.urlencode({"signature": name}) for name in (first, rare))
+        # (path, is it one the 100 ms target is about)
         paths = [("/", False), ("/topcrashers/", True), ("/topcrashers/?days=30", True),
-                 ("/topcrashers/?product=Firefox&days=7", True), ("/topcrashers/?product=Firefox&version=120.0.1&os=Windows+NT", True),
-                 ("/signature/?" + urllib.parse.urlencode({"signature": first}), True),
-                 ("/signature/?" + urllib.parse.urlencode({"signature": rare}), True),
-                 (f"/report/index/{crash}", False), ("/api/topcrashers?days=7", True),
-                 ("/api/signature?" + urllib.parse.urlencode({"signature": first}), True), ("/api/queue", False)]
+                 ("/topcrashers/?product=Firefox&days=7", True),
+                 ("/topcrashers/?product=Firefox&version=120.0.1&os=Windows+NT", True),
+                 (f"/signature/?{top_sig}", True), (f"/signature/?{rare_sig}", True),
+                 (f"/signature/?{top_sig}&page=5", True), (f"/report/index/{crash}", False),
+                 ("/api/topcrashers?days=7", True), (f"/api/signature?{top_sig}", True),
+                 (f"/api/report/{crash}", False), ("/api/queue", False)]
         server = make_web_server(store, "127.0.0.1", 0)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         base = f"http://127.0.0.1:{server.server_port}"
-        print(f"{'page':<62} {'in-process p50/p95 ms':>22} {'socket p50/p95 ms':>18} {'calls':>6}  target")
+        print(f"top signature: {first!r}; rare signature: {rare!r}")
+        print(f"{'page':<58} {'in-process p50/p95 ms':>21} {'socket p50/p95 ms':>18}  target  backend calls")
         misses = 0
         for path, targeted in paths:
-            calls_before = sum(store.backend.calls.values())
+            before = collections.Counter(store.backend.calls)
             assert app.get(path).status_code == 200, path
-            calls = sum(store.backend.calls.values()) - calls_before
+            calls = collections.Counter(store.backend.calls)
+            calls.subtract(before)
             local = _timed(lambda: app.get(path), args.requests)
             remote = _timed(lambda: urllib.request.urlopen(base + path, timeout=60).read(), args.requests)
-            verdict = ("PASS" if remote[0] <= TARGET_MS else "MISS") if targeted else ""
+            verdict = ("PASS" if max(local[0], remote[0]) <= TARGET_MS else "MISS") if targeted else ""
             misses += verdict == "MISS"
-            print(f"{path[:62]:<62} {local[0]:>10} / {local[1]:<10} {remote[0]:>7} / {remote[1]:<8} {calls:>6}  {verdict}")
+            kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(calls.items()) if n)
+            shown = path if len(path) <= 58 else path[:55] + "..."
+            print(f"{shown:<58} {local[0]:>9} / {local[1]:<9} {remote[0]:>7} / {remote[1]:<8}  {verdict:<6}  "
+                  f"{sum(calls.values())} ({kinds})")
         server.shutdown()
         server.server_close()
-    print(f"top crashers and signature pages (median over a socket) <= {TARGET_MS} ms: "
-          f"{'met' if not misses else f'{misses} MISS'}")
+    print(f"top crashers and signature pages, median in process and over a socket, <= {TARGET_MS} ms: "
+          f"{'PASS' if not misses else f'{misses} MISS'}")
     return 0
 
 

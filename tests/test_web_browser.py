@@ -2,54 +2,117 @@
 
 The journey an operator makes: the home page, a top signature, one of its crashes, its report;
 the search box with a pasted ``bp-`` id; hostile strings shown as text, never run.  Every page is
-checked for console errors, page errors and requests to any other host, and screenshotted
-into ``$SOCORRO_STORE_ARTIFACTS`` (default: the test's tmp directory).
+checked for console errors and warnings (a Content-Security-Policy violation is one), page
+errors and requests to any other host, and the journey's pages are screenshotted into
+``$SOCORRO_STORE_ARTIFACTS`` (default: the test's tmp directory).
+
+The whole module skips, saying what is missing, without Playwright for Python or without
+``/usr/bin/chromium`` (``.ci/run`` installs Debian's ``chromium`` when it runs as root).  The
+browser is launched once for the module, never downloaded (no ``playwright install``).
+
+The README's screenshots are this journey's::
+
+    SOCORRO_STORE_ARTIFACTS=docs/images pytest -q tests/test_web_browser.py -k journey
 """
 
 import os
 import random
-import shutil
+import struct
 import threading
-from datetime import timedelta
+from collections import Counter
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+from store_helpers import crash_id, processed, raw_crash
 
 from socorro_store import open_store
 from socorro_store.schema import keys as K
 
 CHROMIUM = "/usr/bin/chromium"
-sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")
-pytest.importorskip("flask", reason="the web view needs Flask")
+sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed "
+                               "(pip install 'socorro-store[test]')")
+pytest.importorskip("flask", reason="the web view needs Flask (pip install 'socorro-store[web]')")
 if not Path(CHROMIUM).exists():
     pytest.skip(f"Debian's chromium is not installed ({CHROMIUM} missing; .ci/run installs it as root)",
                 allow_module_level=True)
 
-from socorro_store.web import make_web_server  # noqa: E402
+from werkzeug.serving import make_server  # noqa: E402 - Werkzeug comes with Flask
 
-HOSTILE = "<script>window.__xss=1</script> \"q\" 'a' & ñ ☃"
+from socorro_store.web import create_app  # noqa: E402
+
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+VIEWPORT = {"width": 1200, "height": 900}
+PNG = b"\x89PNG\r\n\x1a\n"
+# The pages' clock is pinned (and every crash dated before it): "today" and "the last 48 hours"
+# never depend on when the tests run, even around midnight UTC.
+NOW = datetime(2024, 11, 14, 15, 20, tzinfo=timezone.utc)
+TODAY = NOW.replace(hour=0, minute=0)
+TOP = "mozilla::dom::ScriptLoader::ProcessRequest"
+# From crash reporters: markup, both quotes, an ampersand, unicode (an accent, a snowman, Hebrew
+# written right to left), and an attribute breakout for values that land in href="…".
+HOSTILE = "<script>window.__xss=1</script> \"'& ñ ☃ שלום"
+HOSTILE_ATTR = "\"><img src=x onerror=\"window.__xss=2\">"
+# The background: crashes over the last two days behind the chart and the home page's top 10.
+BACKGROUND = [("js::gc::Arena::finalize", 0.30), ("OOM | small", 0.25), ("mozalloc_abort | abort", 0.20),
+              ("IPCError-browser | ShutDownKill", 0.12), ("libxul.so@0x1a2b3c", 0.08),
+              ("core::panicking::panic | webrender::renderer", 0.05)]
+PRODUCTS = [("Firefox", "132.0.1", "Windows NT"), ("Firefox", "132.0.1", "Linux"), ("Firefox", "133.0b4", "Mac OS X"),
+            ("Fenix", "132.0", "Android"), ("Thunderbird", "128.4.2", "Windows NT")]
+
+
+def _pick(rng, table):
+    return rng.choices([value for value, _weight in table], [weight for _value, weight in table])[0]
+
+
+def _store_crashes(rng):
+    """``[(submitted, crash id, signature, product, version, os, extra annotations)]``, newest last.
+
+    The top signature's 25 crashes and the hostile signature's 3 fall in the hour before
+    :data:`NOW` (today, whatever the hour); the 60 background crashes spread over the 47 hours
+    before that, no signature reaching 25, so today's top signature is :data:`TOP`.
+    """
+    crashes = []
+
+    def add(submitted, signature, product, version, os_name, **extra):
+        cid = crash_id(K.SALTS[len(crashes) % len(K.SALTS)], day=submitted, rng=rng)
+        extra = {"ProcessType": rng.choice(["default", "content", "gpu"]), "CPUArchitecture": "amd64",
+                 "CrashTime": str(int(submitted.timestamp()) - 3), **extra}
+        crashes.append((submitted, cid, signature, product, version, os_name, extra))
+
+    for _ in range(60):
+        add(NOW - timedelta(hours=1, seconds=rng.randrange(47 * 3600)), _pick(rng, BACKGROUND), *rng.choice(PRODUCTS))
+    for i in range(25):
+        add(NOW - timedelta(seconds=3590 - i * 140), TOP, *rng.choice(PRODUCTS))
+    for i in range(3):
+        add(NOW - timedelta(minutes=50 - i * 15), HOSTILE, "Firefox", "132.0.1", "Linux",
+            Comments=HOSTILE, AppNotes=HOSTILE_ATTR, Notes="ñ ☃ & <b>not bold</b>")
+    counts = Counter(signature for _s, _c, signature, *_rest in crashes)
+    assert max(n for signature, n in counts.items() if signature != TOP) < counts[TOP]
+    return sorted(crashes, key=lambda crash: crash[0])
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """A server on 127.0.0.1 over a store whose crashes were submitted in the last hour."""
-    from datetime import datetime, timezone  # noqa: PLC0415
-
-    now = datetime.now(timezone.utc).replace(microsecond=0)
-    rng = random.Random(2026)
+    """``(base URL, {signature: [crash id, newest first]})`` of a threaded Werkzeug server of
+    ``create_app`` on 127.0.0.1 (a free port), over an embedded store of saved and processed crashes."""
+    crashes = _store_crashes(random.Random(2611))
     with open_store(f"embedded://{tmp_path_factory.mktemp('browser') / 'store'}") as store:
         store.create_tables()
+        store.save_raw_crashes([
+            (raw_crash(cid, submitted, ProductName=product, Version=version, **extra),
+             {"upload_file_minidump": b"MDMP" + bytes(2044)}, cid)
+            for submitted, cid, _sig, product, version, _os, extra in crashes])
+        store.save_processed_crashes([
+            processed(cid, signature=signature, product=product, version=version, os_name=os_name,
+                      completeddatetime=(submitted + timedelta(seconds=40)).isoformat())
+            for submitted, cid, signature, product, version, os_name, _extra in crashes])
         ids = {}
-        for n, (signature, count) in enumerate((("mozilla::dom::Crash", 5), (HOSTILE, 2))):
-            for i in range(count):
-                submitted = now - timedelta(minutes=5 + n * 10 + i)
-                cid = crash_id(K.SALTS[i], day=submitted, rng=rng)
-                store.save_raw_crash(raw_crash(cid, submitted, Comments=HOSTILE), {"upload_file_minidump": b"MDMP"}, cid)
-                store.save_processed(processed(cid, signature=signature, product="Firefox", os_name="Linux"))
-                ids.setdefault(signature, []).append(cid)
-        server = make_web_server(store, "127.0.0.1", 0)
+        for _submitted, cid, signature, *_rest in reversed(crashes):
+            ids.setdefault(signature, []).append(cid)
+        # make_web_server's own server, with the clock pinned (create_app's now=)
+        server = make_server("127.0.0.1", 0, create_app(store, now=lambda: NOW), threaded=True)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         try:
@@ -57,10 +120,12 @@ def site(tmp_path_factory):
         finally:
             server.shutdown()
             server.server_close()
+            thread.join(10)
 
 
 @pytest.fixture(scope="module")
 def browser():
+    """Debian's Chromium, headless, launched once for the module."""
     with sync_api.sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         try:
@@ -71,14 +136,24 @@ def browser():
 
 @pytest.fixture
 def page(browser, site):
-    """A page that records console errors, page errors and any request leaving the server."""
+    """A fresh page whose ``problems`` list records console errors and warnings, page errors and
+    every request to another origin than the server's."""
     base, _ids = site
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    context = browser.new_context(viewport=VIEWPORT)
     opened = context.new_page()
     opened.problems = []
-    opened.on("console", lambda msg: msg.type in ("error", "warning") and opened.problems.append(f"console {msg.type}: {msg.text}"))
-    opened.on("pageerror", lambda exc: opened.problems.append(f"page error: {exc}"))
-    opened.on("request", lambda req: req.url.startswith(base) or opened.problems.append(f"off-origin request: {req.url}"))
+
+    def on_console(message):
+        if message.type in ("error", "warning"):
+            opened.problems.append(f"console {message.type}: {message.text}")
+
+    def on_request(request):
+        if not (request.url == base or request.url.startswith(base + "/")):
+            opened.problems.append(f"off-origin request: {request.url}")
+
+    opened.on("console", on_console)
+    opened.on("pageerror", lambda error: opened.problems.append(f"page error: {error}"))
+    opened.on("request", on_request)
     yield opened
     context.close()
 
@@ -90,40 +165,74 @@ def artifacts(tmp_path):
     return where
 
 
+def _png_size(data):
+    """``(width, height)`` of a PNG (its IHDR chunk), after checking the signature."""
+    assert data[:8] == PNG and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
 def _shot(page, artifacts, name):
     path = artifacts / f"web-{name}.png"
     page.screenshot(path=str(path), full_page=False)
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 1000
+    assert _png_size(path.read_bytes()) == (VIEWPORT["width"], VIEWPORT["height"])
     return path
 
 
-def test_home_to_signature_to_report(page, site, artifacts):
-    base, ids = site
-    page.goto(base + "/")
+def _visible_chart(page):
     chart = page.locator("svg.chart").first
-    assert chart.is_visible() and chart.bounding_box()["width"] > 100
+    chart.wait_for(state="visible")
+    box = chart.bounding_box()
+    assert box["width"] > 100 and box["height"] > 20
+    assert chart.locator("rect").count() > 1  # bars drawn, not an empty frame
+
+
+def test_journey_home_to_signature_to_report(page, site, artifacts):
+    base, ids = site
+    response = page.goto(base + "/")
+    assert response.status == 200
+    _visible_chart(page)
+    links = page.locator("a.signature-link")
+    assert 1 < links.count() <= 10
+    assert TOP in links.all_inner_texts() and HOSTILE in links.all_inner_texts()
     _shot(page, artifacts, "home")
-    first = page.locator("a.signature-link").first
-    assert first.inner_text() == "mozilla::dom::Crash"
+
+    first = links.first
+    assert first.inner_text() == TOP  # today's top signature, ranked first
     first.click()
-    page.wait_for_url("**/signature/?signature=*")
-    assert page.locator("h1#signature").inner_text() == "mozilla::dom::Crash"
-    assert page.locator("svg.chart").count() == 2
+    page.wait_for_url("**/signature/?**")
+    assert urlsplit(page.url).path == "/signature/"
+    assert parse_qs(urlsplit(page.url).query)["signature"] == [TOP]
+    assert page.locator("h1#signature").inner_text() == TOP
+    _visible_chart(page)
+    crash_links = page.locator("a.crash-link")
+    assert crash_links.all_inner_texts() == ids[TOP]  # every crash of it, newest first
     _shot(page, artifacts, "signature")
-    crash = page.locator("a.crash-link").first
-    newest = crash.inner_text()
-    assert newest == ids["mozilla::dom::Crash"][0]  # the newest crash is listed first
-    crash.click()
+
+    newest = ids[TOP][0]
+    crash_links.first.click()
     page.wait_for_url(f"**/report/index/{newest}")
     assert page.locator("#crash-id").inner_text() == newest
     assert page.locator("#processing-state").is_visible()
+    assert TOP in page.locator("#processing-state").inner_text()
     _shot(page, artifacts, "report")
+    assert page.problems == []
+
+
+def test_topcrashers_links_to_signatures(page, site):
+    base, _ids = site
+    page.goto(base + "/topcrashers/?days=3")
+    links = page.locator("a.signature-link")
+    names = links.all_inner_texts()
+    assert names[0] == TOP and set(names) == {TOP, HOSTILE} | {name for name, _w in BACKGROUND}
+    links.nth(1).click()
+    page.wait_for_url("**/signature/?**")
+    assert page.locator("h1#signature").inner_text() == names[1]
     assert page.problems == []
 
 
 def test_search_box_takes_a_pasted_bp_id(page, site):
     base, ids = site
-    target = ids[HOSTILE][0]
+    target = ids[HOSTILE][-1]
     page.goto(base + "/topcrashers/")
     page.fill("#search input[name=q]", f"  bp-{target} ")
     page.press("#search input[name=q]", "Enter")
@@ -135,31 +244,63 @@ def test_search_box_takes_a_pasted_bp_id(page, site):
 def test_hostile_strings_are_shown_as_text_and_never_run(page, site):
     base, ids = site
     page.goto(base + "/")
-    page.locator("a.signature-link", has_text="window.__xss").click()
-    page.wait_for_url("**/signature/**")
+    link = page.locator("a.signature-link", has_text="window.__xss")
+    assert link.inner_text() == HOSTILE
+    link.click()
+    page.wait_for_url("**/signature/?**")
+    assert parse_qs(urlsplit(page.url).query)["signature"] == [HOSTILE]  # the link carried it intact
     assert page.locator("h1#signature").inner_text() == HOSTILE
+    assert page.locator("main script, main img").count() == 0
     assert page.evaluate("typeof window.__xss") == "undefined"
+
     page.locator("a.crash-link").first.click()
-    page.wait_for_url("**/report/index/*")
-    assert HOSTILE in page.locator("#raw-crash").inner_text()
+    page.wait_for_url(f"**/report/index/{ids[HOSTILE][0]}")
+    raw = page.locator("#raw-crash").inner_text()
+    assert HOSTILE in raw and HOSTILE_ATTR in raw and "ñ ☃ & <b>not bold</b>" in raw
+    assert HOSTILE in page.locator("#processing-state").inner_text()
+    assert page.locator("main script, main img, main b").count() == 0
     assert page.evaluate("typeof window.__xss") == "undefined"
     assert page.problems == []
 
 
+def test_the_browser_enforces_the_content_security_policy(page, site):
+    """Markup that slipped into a page could neither run script nor reach another host: the
+    browser refuses both under the page's CSP, and ``problems`` records the refusals and the
+    attempt (so the other tests' empty ``problems`` means none happened)."""
+    base, _ids = site
+    failed = {}
+    page.on("requestfailed", lambda request: failed.setdefault(request.url, request.failure))
+    page.goto(base + "/")
+    assert page.problems == []
+    page.evaluate("""() => document.body.insertAdjacentHTML('beforeend',
+        '<img id="probe" src="/nothing-here.png" onerror="window.__csp = 1">' +
+        '<img src="http://192.0.2.1/tracker.png">')""")
+    page.wait_for_timeout(300)  # let the images fail and the console messages arrive
+    assert page.evaluate("typeof window.__csp") == "undefined"
+    refusals = [p for p in page.problems if "Content Security Policy" in p]
+    assert any("inline event handler" in p for p in refusals), page.problems
+    assert any("192.0.2.1" in p for p in refusals), page.problems
+    # the attempt is seen (the journey's "no off-origin request" check would catch it) and blocked
+    assert "off-origin request: http://192.0.2.1/tracker.png" in page.problems
+    assert failed["http://192.0.2.1/tracker.png"] == "csp"  # Chromium: blocked:csp
+
+
 def test_error_pages_render_without_console_errors(page, site):
     base, _ids = site
-    for path, status in (("/report/index/not-a-crash", 400), ("/nope", 404), ("/topcrashers/?days=0", 400)):
+    for path, status in (("/report/index/not-a-crash", 400), ("/nope", 404), ("/topcrashers/?days=0", 400),
+                         (f"/report/index/{crash_id('0', day=NOW, rng=random.Random(1))}", 404)):
         response = page.goto(base + path)
         assert response.status == status and page.locator("h1.error").inner_text() == str(status)
-    # Chromium logs the document's own 4xx status; nothing else may appear
+        assert page.locator("#search input[name=q]").is_visible()
+    # Chromium logs the document's own 4xx status, once per page; nothing else may appear
+    assert len(page.problems) == 4
     assert [p for p in page.problems if "the server responded with a status of 4" not in p] == []
-    assert len(page.problems) == 3
 
 
-def test_the_readme_screenshots_come_from_this_journey():
-    """docs/images/web-*.png are what `SOCORRO_STORE_ARTIFACTS=docs/images pytest tests/test_web_browser.py` saves."""
+def test_the_readme_screenshots_are_this_journeys():
+    """docs/images/web-*.png, shown by the README, are what the journey saves (the module
+    docstring's command): PNGs of the viewport, small enough for the repository."""
     images = Path(__file__).resolve().parent.parent / "docs" / "images"
     for name in ("home", "signature", "report"):
         data = (images / f"web-{name}.png").read_bytes()
-        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) < 400_000
-    assert shutil.which("chromium") or Path(CHROMIUM).exists()
+        assert _png_size(data) == (VIEWPORT["width"], VIEWPORT["height"]) and len(data) < 300_000

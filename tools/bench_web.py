@@ -21,6 +21,7 @@ import json
 import logging
 import multiprocessing
 import random
+import signal
 import statistics
 import sys
 import threading
@@ -45,20 +46,21 @@ PROGRESS = "bench-web-progress.json"
 
 
 def _generate_days(first_day, days, seed, out):
-    """Child process: put each day's crashes on ``out`` as ``[(raw, crash_id, signature, os)]``.
+    """Child process: for each ``(day index, crashes)`` of ``days`` in order, put that day's
+    crashes on ``out`` as ``[(raw, crash_id, signature, os)]``.
 
     Generating (``synthetic_crashes``) costs about a fifth of saving, so it runs beside the saves
     instead of before them.  The Notes annotation is dropped (metadata only: no page reads it, and
     it would double the bytes written)."""
     stable = signature_names(SIGNATURES, random.Random(seed))
-    for d in days:
+    for d, count in days:
         rng = random.Random(seed * 1000 + d)
         day = first_day + timedelta(days=d)
         # synthetic_crashes draws its names from its own seed, a new list each day: map each
         # day's rank back to one list so that a signature keeps its rank (and trend) across days
         ranks = {name: rank for rank, name in enumerate(signature_names(SIGNATURES, random.Random(seed + d)))}
         crashes = []
-        for raw, _dumps, cid, sig in synthetic_crashes(days[d], day, seed=seed + d, dump_kb=0, signatures=SIGNATURES):
+        for raw, _dumps, cid, sig in synthetic_crashes(count, day, seed=seed + d, dump_kb=0, signatures=SIGNATURES):
             raw.pop("Notes", None)
             sig = stable[ranks[sig]] if sig else sig  # None (failed) and "" (empty) stay as drawn
             os_name = "Android" if raw["ProductName"] in MOBILE else weighted_choice(rng, DESKTOP_OS)
@@ -70,6 +72,8 @@ def _generate_days(first_day, days, seed, out):
 def build(directory, crashes, days, seed):
     """Fill ``directory`` with ``crashes`` crashes over the ``days`` days ending today (once).
 
+    Days are saved newest first, so that a store still building (or stopped: ``--partial``
+    times it) holds the days the pages read most: today, the last 48 hours, the last 7 days.
     The marker file ``bench-web.json`` says the store is finished (and of what size); a build
     that was interrupted resumes at the first day not finished (``bench-web-progress.json``):
     the crashes of that day already saved are retries, which the store skips.
@@ -91,33 +95,45 @@ def build(directory, crashes, days, seed):
                  "first_day": (today - timedelta(days=days - 1)).date().isoformat()}
         directory.mkdir(parents=True, exist_ok=True)
     first_day = datetime.fromisoformat(state["first_day"]).replace(tzinfo=timezone.utc)
-    per_day = {d: crashes // days + (1 if d < crashes % days else 0) for d in range(state["done_days"], days)}
+    per_day = {d: crashes // days + (1 if d < crashes % days else 0) for d in range(days)}
+    order = list(range(days - 1, -1, -1))  # newest day first
     queue = multiprocessing.get_context("fork").Queue(maxsize=2)  # at most two days waiting in memory
     generator = multiprocessing.get_context("fork").Process(
-        target=_generate_days, args=(first_day, per_day, seed, queue), daemon=True)
+        target=_generate_days, args=(first_day, [(d, per_day[d]) for d in order[state["done_days"]:]], seed, queue), daemon=True)
     generator.start()
-    done = sum(crashes // days + (1 if d < crashes % days else 0) for d in range(state["done_days"]))
+    done = sum(per_day[d] for d in order[:state["done_days"]])
     started, saved_here = time.perf_counter(), 0
+    # SIGTERM/SIGINT stop the build between two batches, so that closing the store sends the
+    # counter increments it holds (killed outright, it would lose them and a resumed build's
+    # retries would not count them again)
+    stop = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.append(True))
     # Counters coalesce in memory for a minute: a Zipf mix repeats the same few counter cells.
     with open_store(f"embedded://{directory}", counter_flush_ms=60_000) as store:
         store.create_tables()  # idempotent: a resumed build finds them
-        for d, day_crashes in iter(queue.get, None):
+        for n, (d, day_crashes) in enumerate(iter(queue.get, None), state["done_days"] + 1):
             for i in range(0, len(day_crashes), BATCH):
                 chunk = day_crashes[i:i + BATCH]
                 store.save_raw_crashes([(raw, {}, cid) for raw, cid, _sig, _os in chunk])
-                store.save_processed_crashes([
+                store.save_processed_crashes([  # as the demo's processors: None is a failed processing
                     {"uuid": cid, "signature": sig, "product": raw["ProductName"], "version": raw["Version"],
-                     "os_name": os_name, "success": True, "completeddatetime": raw["submitted_timestamp"]}
-                    for raw, cid, sig, os_name in chunk if sig is not None])  # None: processing failed
+                     "os_name": os_name, "success": sig is not None, "completeddatetime": raw["submitted_timestamp"]}
+                    for raw, cid, sig, os_name in chunk])
                 done, saved_here = done + len(chunk), saved_here + len(chunk)
+                if stop:
+                    break
+            if stop:
+                generator.kill()
+                raise SystemExit(f"stopped: {directory} resumes at {(first_day + timedelta(days=d)).date()}")
             store.flush_counters()
             elapsed = time.perf_counter() - started
             rate = saved_here / elapsed
-            state.update(done_days=d + 1, seconds=round(state["seconds"] + elapsed, 1))
+            state.update(done_days=n, seconds=round(state["seconds"] + elapsed, 1))
             started, saved_here = time.perf_counter(), 0
             progress.write_text(json.dumps(state))
             left = (crashes - done) / rate if rate else 0
-            print(f"  day {d + 1}/{days}: {done:,} / {crashes:,} crashes saved ({rate:,.0f} crashes/s; "
+            print(f"  {(first_day + timedelta(days=d)).date()} ({n}/{days} days): {done:,} / {crashes:,} crashes saved ({rate:,.0f} crashes/s; "
                   f"about {left / 60:,.0f} min left)", file=sys.stderr, flush=True)
     generator.join()
     info = {"crashes": crashes, "days": days, "first_day": state["first_day"], "build_seconds": state["seconds"],
@@ -125,6 +141,16 @@ def build(directory, crashes, days, seed):
     marker.write_text(json.dumps(info))
     progress.unlink()
     return info
+
+
+def _partial(directory):
+    """What an unfinished build in ``directory`` holds (its progress file), for ``--partial``."""
+    state = json.loads((Path(directory) / PROGRESS).read_text())
+    crashes, days, done_days = state["crashes"], state["days"], state["done_days"]
+    per_day = [crashes // days + (1 if d < crashes % days else 0) for d in range(days)]
+    saved = sum(per_day[days - done_days:])  # the newest days, complete
+    return {"of": crashes, "crashes": saved, "days": days, "days_done": done_days, "first_day": state["first_day"],
+            "build_seconds": state["seconds"], "build_rate": round(saved / max(state["seconds"], 1e-9), 1)}
 
 
 def _timed(fetch, requests):
@@ -145,11 +171,19 @@ def main(argv=None):
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--seed", type=int, default=26)
+    parser.add_argument("--partial", action="store_true",
+                        help="time the store in --dir as it stands, an unfinished build (stop the build first)")
     args = parser.parse_args(argv)
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log lines between the figures
-    info = build(args.dir, args.crashes, args.days, args.seed)
-    print(f"store: {info['crashes']:,} crashes over {info['days']} days, built in {info['build_seconds']} s "
-          f"({info['build_rate']:,} crashes/s)")
+    if args.partial:
+        info = _partial(args.dir)
+        print(f"store (unfinished build of {info['of']:,}): {info['crashes']:,} crashes over the newest "
+              f"{info['days_done']} of {info['days']} days, saved in {info['build_seconds']} s "
+              f"({info['build_rate']:,} crashes/s)")
+    else:
+        info = build(args.dir, args.crashes, args.days, args.seed)
+        print(f"store: {info['crashes']:,} crashes over {info['days']} days, built in {info['build_seconds']} s "
+              f"({info['build_rate']:,} crashes/s)")
     today = datetime.now(timezone.utc).date()
     last_day = datetime.fromisoformat(info["first_day"]).date() + timedelta(days=info["days"] - 1)
     if last_day != today:

@@ -3,9 +3,15 @@
 Accepted forms::
 
     embedded://PATH                       (embedded://./socorro-data is the default)
-    hbase://HOST[:PORT]?transport=buffered|framed&protocol=binary|compact
+    hbase://HOST[:PORT]?api=thrift1|thrift2&transport=buffered|framed&protocol=binary|compact
                         &table_prefix=P&pool_size=N&timeout_ms=T&retries=N&max_frame_mb=M
     bigtable://PROJECT/INSTANCE[?app_profile=ID]
+
+``api`` says which of HBase's two Thrift servers HOST:PORT is: ``thrift1`` (the default; HBase's
+``org.apache.hadoop.hbase.thrift.ThriftServer``, spoken through happybase) or ``thrift2``
+(``org.apache.hadoop.hbase.thrift2.ThriftServer``, spoken through thriftpy2: pre-split tables,
+every family attribute, atomic multi-cell check-and-put, one-call scans).  The other options mean
+the same for both.
 
 ``max_frame_mb`` is the Thrift server's frame limit
 (``hbase.regionserver.thrift.framed.max_frame_size_in_mb``); it applies only to
@@ -30,6 +36,7 @@ ENV_VAR = "SOCORRO_STORE_URL"
 _OPTIONS = {
     "embedded": {"sync": ("normal", "full")},
     "hbase": {
+        "api": ("thrift1", "thrift2"),
         "transport": ("buffered", "framed"),
         "protocol": ("binary", "compact"),
         "table_prefix": str,
@@ -42,7 +49,7 @@ _OPTIONS = {
 }
 _DEFAULTS = {
     "embedded": {"sync": "normal"},
-    "hbase": {"transport": "buffered", "protocol": "binary", "table_prefix": None,
+    "hbase": {"api": "thrift1", "transport": "buffered", "protocol": "binary", "table_prefix": None,
               "pool_size": 4, "timeout_ms": 30000, "retries": 3, "max_frame_mb": None},
     "bigtable": {"app_profile": None},
 }

@@ -22,9 +22,12 @@ SERVER_FIXTURES = {
     "gateway-framed-compact": "gateway_framed_compact_url",
     "hbase-docker": "hbase_docker_url",
     "hbase-real": "hbase_real_url",
+    "hbase-real-thrift2": "hbase_real_thrift2_url",
     "bigtable-emulator": "bigtable_emulator_url",
 }
 BACKEND_KINDS = ["embedded", *SERVER_FIXTURES]
+# kinds on the session's real HBase -> their TablePool fixture (fixtures_hbase_real.py)
+REAL_HBASE_POOLS = {"hbase-real": "hbase_real_pool", "hbase-real-thrift2": "hbase_real_thrift2_pool"}
 
 
 def pytest_addoption(parser):
@@ -58,8 +61,9 @@ def backend_kind(request):
 
 @pytest.fixture
 def backend_url(request, backend_kind, tmp_path):
-    if backend_kind == "hbase-real":  # tables are slow to create there: reuse emptied ones
-        with request.getfixturevalue("hbase_real_pool").lease("store" in request.fixturenames) as url:
+    if backend_kind in REAL_HBASE_POOLS:  # tables are slow to create there: reuse emptied ones
+        pool = request.getfixturevalue(REAL_HBASE_POOLS[backend_kind])
+        with pool.lease("store" in request.fixturenames) as url:
             yield url
         return
     base_url = None

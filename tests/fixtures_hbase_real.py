@@ -2,8 +2,11 @@
 
 ``hbase_real_url`` is ``$SOCORRO_STORE_TEST_HBASE`` (``hbase://HOST:PORT…``: an operator's own
 cluster, or one already running) when it is set; otherwise :class:`local_hbase.LocalHBase` starts
-one for the session (jars fetched from Maven Central on first use and cached outside the repo).
-Without Java or Maven, the tests that need it skip and say what is missing.
+one for the session (jars fetched from Maven Central on first use and cached outside the repo),
+with HBase's Thrift2 server beside its Thrift1 one: ``hbase_real_thrift2_url`` (beside
+``$SOCORRO_STORE_TEST_HBASE``, ``$SOCORRO_STORE_TEST_HBASE_THRIFT2`` names one, an
+``hbase://…?api=thrift2`` URL on the same HBase).  Without Java or Maven, the tests that need it
+skip and say what is missing.
 
 Isolation.  Creating a table on HBase takes ~0.3 s (a create is a master procedure, a region
 assignment and a region open), so a fresh prefix per test with the store's 12 tables would cost
@@ -40,7 +43,7 @@ def _start_local_hbase(tmp_path_factory):
         require_tools()
     except HBaseUnavailable as exc:
         return None, str(exc)
-    hbase = LocalHBase(tmp_path_factory.mktemp("hbase-real"), log=lambda msg: print(msg))
+    hbase = LocalHBase(tmp_path_factory.mktemp("hbase-real"), log=lambda msg: print(msg), thrift2=True)
     try:
         hbase.start(timeout_s=float(os.environ.get("SOCORRO_STORE_HBASE_START_TIMEOUT", "180")))
     except HBaseUnavailable as exc:
@@ -67,6 +70,19 @@ def hbase_real(tmp_path_factory):
 @pytest.fixture(scope="session")
 def hbase_real_url(hbase_real):
     return hbase_real[0]
+
+
+@pytest.fixture(scope="session")
+def hbase_real_thrift2_url(hbase_real):
+    """The Thrift2 server on the same HBase (``hbase://…?api=thrift2``)."""
+    url, local = hbase_real
+    if local is None:
+        thrift2 = os.environ.get("SOCORRO_STORE_TEST_HBASE_THRIFT2")
+        if not thrift2:
+            pytest.skip("SOCORRO_STORE_TEST_HBASE names one Thrift1 server; set "
+                        "SOCORRO_STORE_TEST_HBASE_THRIFT2 to a Thrift2 one (hbase://HOST:PORT?api=thrift2)")
+        return thrift2
+    return local.thrift2_url
 
 
 @pytest.fixture(scope="session")
@@ -172,4 +188,15 @@ def hbase_real_pool(hbase_real):
     pool = TablePool(url)
     yield pool
     if local is None:  # a cluster we did not start: leave no table behind
+        pool.drop_all()
+
+
+@pytest.fixture(scope="session")
+def hbase_real_thrift2_pool(hbase_real, hbase_real_thrift2_url):
+    """Prefixes of the Thrift2 kind: a pool of its own, so its spec tables are the ones Thrift2
+    creates (salted ones pre-split), not Thrift1's."""
+    _url, local = hbase_real
+    pool = TablePool(hbase_real_thrift2_url)
+    yield pool
+    if local is None:
         pool.drop_all()

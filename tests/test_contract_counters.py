@@ -61,7 +61,7 @@ def test_increment_of_expired_counter_starts_at_zero(backend, backend_kind, t):
 # An increment is a read plus a put at max(old ts, now).  A cell stamped an hour ahead stands for
 # "the same millisecond" deterministically: every write below lands on that one timestamp.
 
-REAL_HBASE = ("hbase-docker", "hbase-real")
+REAL_HBASE = ("hbase-docker", "hbase-real", "hbase-real-thrift2")
 _HBASE2_STAMPS = ("HBase 2 stamps an increment max(old ts + 1, now) (reference §5), so it adds a "
                   "version after the stored one instead of replacing it")
 

@@ -1,6 +1,6 @@
 """A private Apache HBase on this machine, in one command: jars from Maven Central, no Docker.
 
-    python tools/local_hbase.py DIR [--version 2.6.1] [--framed] [--compact] [--cache DIR]
+    python tools/local_hbase.py DIR [--version 2.6.1] [--framed] [--compact] [--thrift2]
 
 * **Jars.**  HBase's Thrift server (``org.apache.hbase:hbase-thrift``), the pure-Java codecs
   (``hbase-compression-aircompressor``: LZO, LZ4, Snappy, Zstd without native libraries) and a
@@ -13,10 +13,14 @@
   server's are random), no web UIs, ``COMPRESSION => 'LZO'`` served by aircompressor.
 * **Processes.**  The master in standalone mode (master, region server and ZooKeeper in one JVM)
   and HBase's own Thrift1 server: thread pool, buffered transport, binary protocol by default,
-  framed and/or compact on request.
+  framed and/or compact on request.  With ``thrift2=True`` (``--thrift2``) also HBase's Thrift2
+  server (``org.apache.hadoop.hbase.thrift2.ThriftServer``, thread pool, buffered + binary) on a
+  port of its own: ``thrift2_url`` is ``hbase://127.0.0.1:PORT?api=thrift2``.
 * **Ready** when a happybase ``tables()`` call answers and a table can be created and dropped (the
-  Thrift port accepts, and even answers ``tables()``, before the master takes DDL).
-* **Stop.**  SIGTERM to the Thrift server, then the master, SIGKILL after a grace period; on exit
+  Thrift port accepts, and even answers ``tables()``, before the master takes DDL); and, with
+  Thrift2, when the Thrift2 server answers a data call (a ``get`` on ``hbase:meta``: it starts
+  answering 3-7 s after start).
+* **Stop.**  SIGTERM to the Thrift servers, then the master, SIGKILL after a grace period; on exit
   or on SIGINT/SIGTERM to this tool.
 
 Used as a library by the test fixture (``tests/fixtures_hbase_real.py``), the fault tests and the
@@ -181,14 +185,16 @@ def _site_xml(properties):
 
 
 class LocalHBase:
-    """A standalone HBase (one JVM) plus its Thrift1 server, under ``directory``.
+    """A standalone HBase (one JVM) plus its Thrift1 server (and, with ``thrift2``, its Thrift2
+    server), under ``directory``.
 
-    ``start()`` writes the configuration (once: a restart keeps rootdir and ports), starts both
-    processes and waits until they serve.  ``url`` is the store URL for it.
+    ``start()`` writes the configuration (once: a restart keeps rootdir and ports), starts the
+    processes and waits until they serve.  ``url`` is the store URL for Thrift1, ``thrift2_url``
+    the one for Thrift2.
     """
 
     def __init__(self, directory, version=None, transport="buffered", protocol="binary",
-                 master_heap="1g", thrift_heap="512m", log=print):
+                 master_heap="1g", thrift_heap="512m", log=print, thrift2=False):
         if transport not in ("buffered", "framed") or protocol not in ("binary", "compact"):
             raise ValueError(f"transport must be buffered|framed and protocol binary|compact, "
                              f"not {transport}/{protocol}")
@@ -202,6 +208,9 @@ class LocalHBase:
         self.master = None
         self.thrift = None
         self.extra_thrift = []
+        self.with_thrift2 = bool(thrift2)
+        self.thrift2_port = None
+        self.thrift2 = None
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -212,11 +221,18 @@ class LocalHBase:
     def _configure(self):
         ports_file = self.conf_dir / "ports"
         if ports_file.exists():  # a restart on the same rootdir keeps its ports
-            zk_port, self.thrift_port = map(int, ports_file.read_text().split())
+            # "ZK THRIFT1 [THRIFT2]": files written before Thrift2 hold two ports
+            ports = [int(p) for p in ports_file.read_text().split()]
+            zk_port, self.thrift_port = ports[:2]
+            self.thrift2_port = ports[2] if len(ports) > 2 else None
+            if self.with_thrift2 and self.thrift2_port is None:
+                self.thrift2_port = free_port()
+                ports_file.write_text(f"{zk_port} {self.thrift_port} {self.thrift2_port}\n")
             return
         self.conf_dir.mkdir(parents=True, exist_ok=True)
         data = self.directory / "data"
         zk_port, self.thrift_port = free_port(), free_port()
+        self.thrift2_port = free_port() if self.with_thrift2 else None
         properties = {
             "hbase.cluster.distributed": "false",
             "hbase.rootdir": f"file://{data / 'root'}",
@@ -247,11 +263,17 @@ class LocalHBase:
         }
         (self.conf_dir / "hbase-site.xml").write_text(_site_xml(properties))
         (self.conf_dir / "log4j2.properties").write_text(_LOG4J2)
-        ports_file.write_text(f"{zk_port} {self.thrift_port}\n")
+        ports = [zk_port, self.thrift_port] + ([self.thrift2_port] if self.thrift2_port else [])
+        ports_file.write_text(" ".join(map(str, ports)) + "\n")
 
     @property
     def url(self):
         return f"hbase://127.0.0.1:{self.thrift_port}?transport={self.transport}&protocol={self.protocol}"
+
+    @property
+    def thrift2_url(self):
+        """The store URL of the Thrift2 server (None unless started with ``thrift2=True``)."""
+        return f"hbase://127.0.0.1:{self.thrift2_port}?api=thrift2" if self.thrift2_port else None
 
     # -- processes ---------------------------------------------------------------------------
 
@@ -278,6 +300,11 @@ class LocalHBase:
     def start_thrift(self):
         self.thrift = self._thrift_server("thrift", self.thrift_port, self.transport, self.protocol)
 
+    def start_thrift2(self):
+        """Start HBase's Thrift2 server (thread pool, buffered transport, binary protocol)."""
+        args = ["-b", "127.0.0.1", "-p", str(self.thrift2_port), "-threadpool", "start"]
+        self.thrift2 = self._java("thrift2", self.thrift_heap, "org.apache.hadoop.hbase.thrift2.ThriftServer", args)
+
     def start_extra_thrift(self, transport, protocol, timeout_s=60):
         """Another Thrift1 server on the same HBase (say framed + compact beside buffered + binary).
 
@@ -299,8 +326,12 @@ class LocalHBase:
             self.start_master()
         if self.thrift is None or self.thrift.poll() is not None:
             self.start_thrift()
+        if self.with_thrift2 and (self.thrift2 is None or self.thrift2.poll() is not None):
+            self.start_thrift2()  # beside Thrift1: the two JVMs start in parallel
         try:
             self.wait_ready(began + timeout_s)
+            if self.with_thrift2:
+                self.wait_thrift2(began + timeout_s)
         except BaseException:
             self.stop()
             raise
@@ -311,6 +342,31 @@ class LocalHBase:
         """Until ``tables()`` answers and (``ddl``) a probe table can be created and dropped."""
         self._wait_answering(deadline, [("master", self.master), ("thrift", self.thrift)],
                              self.thrift_port, self.transport, self.protocol, ddl)
+
+    def wait_thrift2(self, deadline):
+        """Until the Thrift2 server answers a data call: a ``get`` of a row of ``hbase:meta``
+        (the port accepts, and admin calls answer, before it serves data)."""
+        from socorro_store.backends.hbase_thrift2_idl import hbase2
+        from thriftpy2.rpc import make_client
+
+        last = None
+        while time.monotonic() < deadline:
+            for name, proc in (("master", self.master), ("thrift2", self.thrift2)):
+                if proc is not None and proc.poll() is not None:
+                    raise HBaseUnavailable(f"HBase {name} exited with {proc.returncode}{self.log_tail(name)}")
+            client = None
+            try:
+                client = make_client(hbase2.THBaseService, "127.0.0.1", self.thrift2_port, timeout=20000)
+                client.get(b"hbase:meta", hbase2.TGet(row=b"socorro_store_ready_probe"))
+                return
+            except Exception as exc:  # refused, reset, TIOError while the server warms up
+                last = exc
+                time.sleep(0.3)
+            finally:
+                if client is not None:
+                    client.close()
+        raise HBaseUnavailable(f"HBase's Thrift2 server did not answer on 127.0.0.1:{self.thrift2_port}: "
+                               f"{type(last).__name__}: {str(last)[:200]}{self.log_tail('thrift2')}")
 
     def _wait_answering(self, deadline, watched, port, transport, protocol, ddl):
         """Poll the Thrift server on ``port`` until it answers (see :meth:`wait_ready`); a
@@ -371,13 +427,17 @@ class LocalHBase:
         """SIGKILL the Thrift server (the master keeps running)."""
         self._end(self.thrift, signal.SIGKILL, 10)
 
+    def kill_thrift2(self):
+        """SIGKILL the Thrift2 server (the master and the Thrift1 server keep running)."""
+        self._end(self.thrift2, signal.SIGKILL, 10)
+
     def kill_master(self):
         """SIGKILL the HBase JVM: master, region server and ZooKeeper at once, no flush."""
         self._end(self.master, signal.SIGKILL, 10)
 
     def stop(self, grace_s=30):
-        """SIGTERM the Thrift server, then the master (SIGKILL after ``grace_s`` each)."""
-        for proc in [*self.extra_thrift, self.thrift]:
+        """SIGTERM the Thrift servers, then the master (SIGKILL after ``grace_s`` each)."""
+        for proc in [*self.extra_thrift, self.thrift, self.thrift2]:
             self._end(proc, signal.SIGTERM, grace_s)
         self._end(self.master, signal.SIGTERM, grace_s)
 
@@ -389,16 +449,18 @@ class LocalHBase:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Run a private Apache HBase + Thrift1 server on loopback.")
+    parser = argparse.ArgumentParser(description="Run a private Apache HBase + Thrift1 (and Thrift2) server on loopback.")
     parser.add_argument("directory", help="where configuration, data and logs go (kept between runs)")
     parser.add_argument("--version", help="HBase version (default: newest 2.6.x on Maven Central)")
     parser.add_argument("--framed", action="store_true", help="framed transport (default buffered)")
     parser.add_argument("--compact", action="store_true", help="compact protocol (default binary)")
+    parser.add_argument("--thrift2", action="store_true",
+                        help="also run HBase's Thrift2 server and print its URL (api=thrift2) too")
     parser.add_argument("--timeout", type=float, default=180, help="seconds to wait for HBase (default 180)")
     args = parser.parse_args(argv)
     hbase = LocalHBase(args.directory, version=args.version, transport="framed" if args.framed else "buffered",
                        protocol="compact" if args.compact else "binary",
-                       log=lambda msg: print(msg, file=sys.stderr))
+                       log=lambda msg: print(msg, file=sys.stderr), thrift2=args.thrift2)
 
     def on_signal(signum, _frame):
         raise SystemExit(128 + signum)
@@ -410,7 +472,10 @@ def main(argv=None):
         print(f"HBase {hbase.lib.parent.name} ready in {hbase.started_in_s:.1f} s; "
               f"logs in {hbase.directory}", file=sys.stderr)
         print(hbase.url, flush=True)
-        while hbase.master.poll() is None and hbase.thrift.poll() is None:
+        if hbase.thrift2_url:
+            print(hbase.thrift2_url, flush=True)
+        while (hbase.master.poll() is None and hbase.thrift.poll() is None
+               and (hbase.thrift2 is None or hbase.thrift2.poll() is None)):
             time.sleep(1)
         print(f"HBase exited{hbase.log_tail('master')}", file=sys.stderr)
         return 1

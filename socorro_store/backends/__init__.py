@@ -17,6 +17,10 @@ def open_backend(url=None, create=True):
         from .embedded import EmbeddedBackend
 
         return EmbeddedBackend(parsed.path, sync=parsed.options["sync"], create=create)
+    if parsed.scheme == "hbase" and parsed.options["api"] == "thrift2":
+        from .hbase_thrift2 import HBaseThrift2Backend
+
+        return HBaseThrift2Backend.from_url(parsed)
     if parsed.scheme == "hbase":
         from .hbase import HBaseBackend
 

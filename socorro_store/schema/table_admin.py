@@ -10,6 +10,10 @@ three optional backend class attributes:
 - ``presplit_at_create``: False when ``create_table`` cannot pre-split (Thrift1).  Salted tables
   created so are reported with the HBase shell statements that pre-split them.
 
+and one optional method: ``split_points(name)``, the live table's region boundaries (every
+region's start key but the first), on backends that can read regions (HBase's Thrift2).  There
+:func:`verify_tables` also reports a salted table not split on its salt boundaries.
+
 Codecs.  A cluster may lack a codec the specs ask for (LZO without its library, SNAPPY without
 Hadoop's native code).  HBase refuses such a create; so before creating anything,
 :func:`create_tables` checks each codec the new tables need on a scratch table, and raises
@@ -23,7 +27,7 @@ from dataclasses import dataclass, field
 
 from ..errors import BackendError, InvalidArgument, TableNotFound
 from .spec_loader import COMPRESSIONS, apply_codec_map, check_codec_map, compare, hbase_shell_ddl, load_specs
-from .specs import FamilySpec, TableSpec
+from .specs import SALTS, FamilySpec, TableSpec
 
 #: Name stem of the scratch tables that test codecs (created and dropped at once).
 PROBE_TABLE = "socorro_store_codec_probe_"
@@ -242,9 +246,26 @@ def verify_tables(backend, specs=None, codec_map=None):
             drift[name] = [f"{name}: table is missing"]
             continue
         diffs = compare(spec, backend.describe_table(name), backend.not_applicable_attributes, codec_map)
+        diffs += split_drift(backend, spec)
         if diffs:
             drift[name] = diffs
     return drift
+
+
+def split_drift(backend, spec):
+    """``[difference]`` when a salted table lacks a split point on a salt boundary (HBase splits
+    a growing region on its own, so split points beyond them are not drift); ``[]`` where the
+    backend cannot read regions (no ``split_points``) or the table is not salted."""
+    split_points = getattr(backend, "split_points", None)
+    if not spec.salted or split_points is None:
+        return []
+    points = set(split_points(spec.name))
+    missing = [salt for salt in SALTS[1:] if salt.encode() not in points]
+    if not missing:
+        return []
+    return [f"{spec.name}: not split on the salt boundaries: no region starts at "
+            f"{', '.join(repr(s) for s in missing)} ({len(points) + 1} region(s); a salted table "
+            f"has one region per salt: recreate it empty, or split it in the HBase shell)"]
 
 
 def describe_table(backend, name):

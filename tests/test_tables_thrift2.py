@@ -174,3 +174,34 @@ def test_an_idle_pooled_connection_is_reopened_before_use(url):
         backend.reopen_idle_s = 0.0
         backend.list_tables()
         assert backend._pool._idle.queue[-1].client is not first  # idle too long: a new one
+
+
+@pytest.mark.parametrize("protocol", ["binary", "compact"])
+def test_request_size_bounds_hold_for_thriftpy2s_encoders(protocol):
+    """The framed-transport bounds (a batch is split to fit, one row that cannot fit is refused)
+    are upper bounds of what thriftpy2 really sends, in both protocols."""
+    from thriftpy2.protocol import TBinaryProtocolFactory, TCompactProtocolFactory
+    from thriftpy2.thrift import TMessageType
+    from thriftpy2.transport import TMemoryBuffer
+
+    from socorro_store.backends import thrift_sizes as sizes
+    from socorro_store.backends.base import RowMutation
+    from socorro_store.backends.hbase_thrift2 import _put_bytes
+    from socorro_store.backends.hbase_thrift2_idl import hbase2
+
+    factory = TBinaryProtocolFactory() if protocol == "binary" else TCompactProtocolFactory()
+    backend = HBaseThrift2Backend("h", 1, transport="framed", protocol=protocol, table_prefix="p")
+    mutations = [RowMutation(b"row%d" % i, {b"cf:q%d" % j: b"v" * (j * 37) for j in range(i + 1)})
+                 for i in range(6)]
+    puts = [backend._tput(m.row, m.puts, timestamp=2**62) for m in mutations]
+    wire = backend._name("t")
+    buffer = TMemoryBuffer()
+    proto = factory.get_protocol(buffer)
+    proto.write_message_begin("putMultiple", TMessageType.CALL, 2**31 - 1)
+    hbase2.THBaseService.putMultiple_args(table=wire, tputs=puts).write(proto)
+    proto.write_message_end()
+    sent = len(buffer.getvalue())
+    bound = sizes.request_bytes(wire, [backend._put_weight(p) for p in puts])
+    assert sent <= bound
+    one = puts[-1]
+    assert _put_bytes(one.row, [(c.family, c.qualifier, c.value) for c in one.columnValues]) == backend._put_weight(one)

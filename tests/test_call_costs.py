@@ -28,10 +28,10 @@ def _spent(backend, action):
     return result, backend.calls - before
 
 
-def _queued_crashes(store, n, seed):
+def _queued_crashes(store, n, seed, submitted=BASE_TIME):
     rng = random.Random(seed)
     ids = [crash_id(salt="0123456789abcdef"[i % 16], rng=rng) for i in range(n)]
-    store.save_raw_crashes([(raw_crash(cid, legacy_processing=0), {}, cid) for cid in ids])  # both queues
+    store.save_raw_crashes([(raw_crash(cid, submitted, legacy_processing=0), {}, cid) for cid in ids])  # both queues
     return ids
 
 
@@ -64,18 +64,22 @@ def test_a_processed_group_costs_its_checks_and_one_call_per_table(store):
     assert all(store.get_processed(cid)["signature"] == f"sig{i}" for i, cid in enumerate(ids))
     state = store.get_processing_state(ids[0])
     assert state["processed"]
-    forms = sum(len(time_index_key_forms(cid, BASE_TIME)) for cid in ids)  # pointer key forms
+    # The pointers this store's collector wrote are dequeued by the N -> Y check that counts
+    # the crash; only Socorro's 19-character form (BASE_TIME is a whole second) is checked
+    # pointer by pointer, as another writer (Socorro's new_crashes) may have taken it.
+    foreign = sum(len(time_index_key_forms(cid, BASE_TIME)) - 1 for cid in ids)
+    assert foreign == GROUP
     if backend.atomic_check_and_put:
         # the first-processing check writes the row and proves it exists, then the two queues'
-        # pointer takes: three batches of checks, not four
+        # foreign pointer takes: three batches of checks
         if "check_and_put_many" in spent:  # one call per batch (the embedded engine)
             assert spent["check_and_put_many"] == 3
         else:  # one call per item (Bigtable)
-            assert spent["check_and_put"] == GROUP + 2 * forms
+            assert spent["check_and_put"] == GROUP + 2 * foreign
     else:
-        # per crash: the crash row (existence), flags:processed N -> Y, and each key form of its
-        # pointer in the two queues
-        assert spent["check_and_put"] == 2 * GROUP + 2 * forms
+        # per crash: the crash row (existence), flags:processed N -> Y, and the foreign key form
+        # of its pointer in the two queues
+        assert spent["check_and_put"] == 2 * GROUP + 2 * foreign
         # the signature pointers, the crash rows' follow-up cells (one call for the group, not
         # one per crash), and the clean-up's three tables
         assert spent["mutate_rows"] == 1 + 1 + 3
@@ -83,6 +87,29 @@ def test_a_processed_group_costs_its_checks_and_one_call_per_table(store):
     store.flush_counters()
     sizes = store.queue_sizes()
     assert (sizes["standard"], sizes["legacy"], sizes["processed_legacy"]) == (0, 0, GROUP)
+
+def test_own_crashes_are_dequeued_by_their_first_processing_check(store):
+    """Crashes this store collected, at a time with a fraction (one key form): no pointer check
+    at all, one check-and-put a crash where it is atomic, two on Thrift1 (the crash row's
+    existence and its N -> Y, sent at once); the queue counters still move exactly once."""
+    backend = store.backend
+    submitted = BASE_TIME.replace(microsecond=123456)
+    ids = _queued_crashes(store, GROUP, seed=31, submitted=submitted)
+    assert sorted(store.new_crashes(limit=GROUP, queue="legacy")) == sorted(ids)
+    _none, spent = _spent(backend, lambda: store.save_processed_crashes([processed(cid) for cid in ids]))
+    checks = spent["check_and_put_many"] if "check_and_put_many" in spent else spent["check_and_put"]
+    if backend.atomic_check_and_put:
+        assert checks == (1 if "check_and_put_many" in spent else GROUP)
+    else:
+        assert checks == 2 * GROUP
+    for cid in ids:  # a second save of each (a retry) checks nothing but its own crash row
+        store.save_processed(processed(cid))
+    store.flush_counters()
+    sizes = store.queue_sizes()
+    assert (sizes["standard"], sizes["legacy"], sizes["processed_legacy"]) == (0, 0, GROUP)
+    assert not backend.get_rows(K.UNPROCESSED_FLAG, [K.time_index_key(cid, submitted) for cid in ids])
+    assert not backend.get_rows(K.LEGACY_UNPROCESSED_FLAG, [K.time_index_key(cid, submitted) for cid in ids])
+
 
 def test_a_deleted_crash_stays_deleted_on_the_one_check_path(store):
     """The folded first-processing check (atomic backends) and the two-check path (HBase) both
@@ -178,6 +205,7 @@ def test_with_no_rescan_window_every_poll_scans(store):
 def test_a_short_scan_on_thrift1_skips_the_close_but_a_stopped_one_closes(store):
     backend = store.backend
     _queued_crashes(store, 3, seed=8)
+    store.flush_counters()  # the counters of the saves above are sent (in the background on a remote backend)
     _rows, spent = _spent(backend, lambda: list(backend.scan(K.CRASH_REPORTS, page_size=10)))
     assert len(_rows) == 3
     _first, stopped = _spent(backend, lambda: next(iter(backend.scan(K.CRASH_REPORTS, page_size=2, limit=1))))

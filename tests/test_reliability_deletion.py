@@ -28,9 +28,11 @@ def traces(backend, cid):
 
 
 class DeletingBackend:
-    """A backend whose next ``check_and_put_many`` on crash_reports deletes crash ``cid``:
+    """A backend whose next ``check_and_put_many`` on crash_reports that checks a crash row's
+    existence (``ids:ooid``) or puts its ``flags:priority_processing`` deletes crash ``cid``:
     ``before`` the check (the request raced a deletion), or ``after`` it (a deletion between
-    HBase's checkAndPut of one cell and the mutate of the others)."""
+    HBase's checkAndPut of one cell and the mutate of the others).  A save sends its other
+    crash-row checks (flags) beside that one, in any order."""
 
     def __init__(self, backend, cid, when):
         self._backend, self._cid, self._when = backend, cid, when
@@ -39,6 +41,10 @@ class DeletingBackend:
         return getattr(self._backend, name)
 
     def check_and_put_many(self, table, items):
+        items = list(items)
+        if not any(column in (K.COL_OOID, K.COL_PRIORITY) for _row, column, _expected, _puts in items) \
+                and not self._backend.atomic_check_and_put:
+            return self._backend.check_and_put_many(table, items)  # a transition check beside it
         armed, self._cid = self._cid, None
         if armed and table == K.CRASH_REPORTS and self._when == "before":
             deletion.delete_crashes(self._backend, [armed])

@@ -78,13 +78,17 @@ def test_one_increment_call_per_crash_and_per_batch(store, backend_kind):
     store.save_raw_crashes([(raw_crash(c), {}, c) for c in ids])
     store.flush_counters()  # the counters of the saves above are sent (in the background on a remote backend)
     mid = store.backend.calls.copy()
-    # one increment_many for the batch (the embedded backend counts one per table: metrics only)
-    assert mid["increment_many"] - before["increment_many"] == 1
+    # one increment_many for the batch (the embedded backend counts one per table: metrics only),
+    # spread over at most max_increment_calls RPCs on HBase's Thrift1, whatever the crashes
+    spread = getattr(store.backend, "max_increment_calls", 1)
+    assert 1 <= mid["increment_many"] - before["increment_many"] <= spread
     assert mid["increment"] == before["increment"]
     store.save_processed_crashes([processed(c, "same") for c in ids])
     after = store.backend.calls
     assert after["increment"] == before["increment"]
-    assert 1 <= after["increment_many"] - mid["increment_many"] <= 2  # metrics + signatures tables
+    store.flush_counters()
+    after = store.backend.calls
+    assert 1 <= after["increment_many"] - mid["increment_many"] <= 2 * spread  # metrics + signatures tables
 
 
 def test_coalescing_within_a_batch():

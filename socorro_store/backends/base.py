@@ -86,6 +86,10 @@ class Backend(abc.ABC):
     #: (HBase's Thrift1 checkAndPut), so callers may fold two checks into one only when True.
     atomic_check_and_put = False
 
+    #: True where every call is a network round trip (a Thrift server, Bigtable), False for an
+    #: in-process engine: the crash store then defers what need not be waited for (live counters).
+    remote = True
+
     #: The largest request, in encoded bytes, the server accepts (framed Thrift's frame limit,
     #: Bigtable's request limit); None when the backend knows of none.  Batches are split to fit.
     max_request_bytes = None
@@ -152,6 +156,17 @@ class Backend(abc.ABC):
         for table, mutations in mutations_by_table.items():
             if mutations:
                 self.mutate_rows(table, mutations)
+
+    def overlap(self, calls):
+        """Run independent zero-argument ``calls`` (each may make several backend calls); return
+        their results in order.
+
+        The calls share no order: a backend that can overlaps their round trips (this default
+        runs them one after another, which an in-process engine loses nothing by).  Every call
+        runs to its end whatever the others do, so a failure of one never keeps another from
+        being sent; then the first failure, in the order given, is raised.
+        """
+        return overlap_on(None, calls)
 
     def check_mutation_size(self, table, mutation):
         """Raise :class:`~socorro_store.errors.RequestTooLarge` if the one-row ``mutation``
@@ -241,6 +256,24 @@ class Backend(abc.ABC):
 
     def compact(self, table):
         """Purge deleted, expired and over-VERSIONS cells (HBase major compaction).  Optional."""
+
+
+def overlap_on(executor, calls):
+    """:meth:`Backend.overlap` on ``executor`` (a ``concurrent.futures`` executor; None runs
+    the calls one after another): every call but the first is submitted, the first runs in
+    the caller's thread, all are waited for, then the first failure in order is raised."""
+    calls = list(calls)
+    futures = [executor.submit(call) for call in calls[1:]] if executor is not None and len(calls) > 1 else None
+    results, failure = [], None
+    for index, call in enumerate(calls):
+        try:
+            results.append(futures[index - 1].result() if futures is not None and index else call())
+        except BaseException as exc:  # noqa: BLE001 - raised once the others have run
+            results.append(None)
+            failure = failure or exc
+    if failure is not None:
+        raise failure
+    return results
 
 
 # -- shared argument validation -------------------------------------------------------------

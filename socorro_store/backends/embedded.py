@@ -90,6 +90,8 @@ def row_dict(cells, include_timestamp):
 class EmbeddedBackend(Backend):
     """Runs the engine in this process.  One call counted per engine call."""
 
+    remote = False
+
     #: the whole multi-cell check-and-put is one engine transaction, not only its first cell
     atomic_check_and_put = True
 

@@ -90,6 +90,7 @@ from ..schema.keys import (
 from ..schema import dimension_keys as DK
 from ..schema.crash_facts import stored_dimensions
 from ..schema.stored import validate_metrics_row_name
+from .counter_sender import CounterSender
 
 log = logging.getLogger(__name__)
 QUEUE_COUNTERS = (
@@ -465,39 +466,62 @@ class CounterBuffer:
 class LiveCounters:
     """Where a store sends its live counter increments, and its tally of what could not be sent.
 
-    One per :class:`~socorro_store.crashstore.store.CrashStore`.  ``flush_ms`` puts a
-    :class:`CounterBuffer` between the store and the backend.  :meth:`send` is called once the
-    crash rows and pointers of a save are stored, so a backend failure here is logged and tallied
-    in :attr:`failures` (``"increments"``: cells not counted, ``"detections"``: failed hang-pair
-    or first-seen checks), never raised: a caller retrying the whole save would count the crash
-    twice (increments are never replayed).  ``"uncertain"``: increments of a save that failed
-    where its retry cannot tell whether they are due (a raw crash row or a first-processing
-    check-and-put that may have been applied), so the retry sends none.  The next ``rollup``
-    recomputes every count tallied here.
+    One per :class:`~socorro_store.crashstore.store.CrashStore`.  :meth:`send` is called once the
+    crash rows and pointers of a save are stored.  ``background=True`` hands the increments to a
+    :class:`~.counter_sender.CounterSender` (coalesced, sent by a thread: the save does not wait
+    for them; :meth:`settle` waits); else they are sent in the caller's thread, through a
+    :class:`CounterBuffer` when ``flush_ms`` is given.  A backend failure here is logged and
+    tallied in :attr:`failures` (``"increments"``: cells not counted, ``"detections"``: failed
+    hang-pair or first-seen checks), never raised: a caller retrying the whole save would count
+    the crash twice (increments are never replayed).  ``"uncertain"``: increments of a save that
+    failed where its retry cannot tell whether they are due (a raw crash row or a
+    first-processing check-and-put that may have been applied), so the retry sends none.  The
+    next ``rollup`` recomputes every count tallied here.
     """
 
-    def __init__(self, backend, flush_ms=None):
+    def __init__(self, backend, flush_ms=None, background=False):
+        if flush_ms is not None and background:
+            raise InvalidArgument("counter_flush_ms and background counters exclude each other")
         self.backend = backend
         self.buffer = CounterBuffer(backend, flush_ms) if flush_ms is not None else None
+        self.sender = CounterSender(self._send_jobs) if background else None
         self.failures = collections.Counter()
         self._failures_lock = threading.Lock()
         self.seen_markers = SeenMarkers()
         self.dimensions = Dimensions()
 
     def send(self, increments, detect=None):
-        """Send ``increments`` plus those ``detect()`` returns, in one call."""
-        if detect is not None:
-            try:  # a failed detection (hang pairs, first-seen) must not cost the plain counters
-                increments = increments + detect()
-            except (BackendUnavailable, BackendError) as exc:
-                self._tally("detections", 1)
-                log.warning("pair / first-seen detection failed (the next rollup repairs it): %s", exc)
+        """Send ``increments`` plus those ``detect()`` returns, in one call (or hand them over)."""
+        if self.sender is not None:
+            self.sender.submit(list(increments), detect)
+        else:
+            self._send_jobs([(increments, detect)])
+
+    def _send_jobs(self, jobs):
+        """Run the jobs' detections, then send every increment, summed per cell, in one call."""
+        increments = []
+        for job_increments, detect in jobs:
+            increments += job_increments
+            if detect is not None:
+                try:  # a failed detection (hang pairs, first-seen) must not cost the plain counters
+                    increments += detect()
+                except (BackendUnavailable, BackendError) as exc:
+                    self._tally("detections", 1)
+                    log.warning("pair / first-seen detection failed (the next rollup repairs it): %s", exc)
+        if not increments:
+            return
         try:
             increments = self.dimensions.rewrite(self.backend, increments)
             (self.buffer or self.backend).increment_many(coalesce(increments))
         except (BackendUnavailable, BackendError) as exc:
             self._tally("increments", len(increments))
             log.warning("counters not updated (the next rollup repairs them): %s", exc)
+
+    def settle(self):
+        """Wait until the increments handed to the background sender so far are sent (a no-op
+        without one): what this store wrote, its counter reads then see."""
+        if self.sender is not None:
+            self.sender.settle()
 
     def tally(self, kind, n):
         """Record ``n`` increments of ``kind`` lost (logged once per call)."""
@@ -509,9 +533,12 @@ class LiveCounters:
             self.failures[kind] += n
 
     def flush(self):
-        """Send buffered increments now; the number of cells sent (0 without a buffer)."""
+        """Send pending increments now; the number of cells the buffer sent (0 without one)."""
+        self.settle()
         return self.buffer.flush() if self.buffer is not None else 0
 
     def close(self):
+        if self.sender is not None:
+            self.sender.close()
         if self.buffer is not None:
             self.buffer.close()

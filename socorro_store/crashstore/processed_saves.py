@@ -11,11 +11,17 @@ save whose check-and-put applies sends it:
   interval counters, first-seen detection and a processing error;
 * a priority request served (``flags:priority_processing`` <stamp> -> empty): the priority queue
   counters;
-* a queue pointer taken (its ``ids:ooid`` <crash id> -> empty, on the pointer row itself, every
-  key form of the standard and legacy queues): ``deletes_unprocessed`` and
-  ``deletes_unprocessed_legacy``.  A queue counter moves only for a pointer this save actually
-  took: one Socorro's ``new_crashes()`` already deleted (it deletes the legacy rows it yields),
-  or another save took, is not counted again, so the counters stay equal to the pointers.
+* the queue pointers this store's collector wrote (our key form, of a crash row holding
+  ``flags:process_type``, which Socorro's collector never writes): dequeued by the first
+  processing, so ``deletes_unprocessed`` and ``deletes_unprocessed_legacy`` go with the N -> Y
+  check that counts the crash, and the pointers are deleted with the clean-up.  That collector
+  counted them once (``inserts_*``) and exactly one save wins the N -> Y, so the counters stay
+  equal to the pointers with no check of their own, even when Socorro's ``new_crashes()``
+  deleted the legacy pointer first (it counts its own queues, not ours);
+* any other pointer (Socorro's key forms, a crash Socorro's collector wrote): taken by a check of
+  its own (``ids:ooid`` <crash id> -> empty, on the pointer row), and counted only by the save
+  that took it: one Socorro's ``new_crashes()`` already deleted, or another save took, is not
+  counted again.
 
 A save that loses a check counted nothing for it: another save of the same crash did.  (Two
 processors that give one crash different signatures leave it counted under the first one to
@@ -24,28 +30,38 @@ the old signature to the new, so two concurrent reprocessings with different sig
 drift until ``rollup``.)  A row whose flag is not ``N`` (Socorro's happybase storage wrote ``""``)
 is counted from its state, as before.
 
-Write order:
+Write order, each step one round trip on the critical path (its calls go out at once,
+``Backend.overlap``):
 
 1. the signature pointer (harmless side first);
 2. the crash row, conditional on it still naming its crash (:func:`~.queue.put_if_crash_exists`:
-   a deleted crash stays deleted, :class:`~socorro_store.errors.CrashDeleted`).  Where a
-   multi-cell check-and-put is atomic (embedded, Bigtable), a first processing writes its whole
-   row by its ``flags:processed`` N -> Y check instead, which also proves the crash exists
-   (:func:`_write_first_processings`): one check for the two.  On HBase's Thrift1 only the
-   first cell is atomic with a check, and that cell must be the processed JSON, so the two
-   checks stay apart there;
-3. one ``check_and_put_many`` with the crash-row transitions above, then one per queue table
-   taking the pointers (they empty the pointer rows, which takers and queue counts skip; the
-   rows themselves go at 5);
-4. the counters (one ``increment_many``): they go as soon as the crash is processed, before the
-   queue clean-up, so a failure of that clean-up loses no count (its retry sees the crash
-   processed and counts nothing, rightly);
-5. one ``mutate_tables``: the queue pointers and their claim histories (``done``), a stale
-   signature pointer, the served priority cell, and any dead-letter marks: a crash processed
-   at last (even by a save that follows a dead-lettering it did not know about) is no longer a
-   dead letter.  These are idempotent deletes, redone by every save of the crash.
+   a deleted crash stays deleted, :class:`~socorro_store.errors.CrashDeleted`), and beside it
+   the transitions above (one ``check_and_put_many``): they check and write other cells, so
+   neither waits for the other.  A save whose crash turns out deleted counts nothing, even for
+   a transition that applied (it applied before the deletion, which removed it).  Where a
+   multi-cell check-and-put is atomic (embedded, Bigtable, HBase's Thrift2), a first processing
+   writes its whole row by its ``flags:processed`` N -> Y check instead, which also proves the
+   crash exists (:func:`_write_first_processings`): one check for the two.  On HBase's Thrift1
+   only the first cell is atomic with a check, and that cell must be the processed JSON, so the
+   two checks stay apart there (two calls, one round trip);
+3. the pointer checks of pointers another writer may take, both queue tables at once (none for
+   a crash this store collected); they come after the crash row, as a pointer taken before it
+   would leave a crash out of the queue unprocessed;
+4. the counters (handed to the store's live counters, sent in the background on a remote
+   backend), and beside them one ``mutate_tables``: the queue pointers and their claim
+   histories (``done``), a stale signature pointer, the served priority cell, and any
+   dead-letter marks: a crash processed at last (even by a save that follows a dead-lettering
+   it did not know about) is no longer a dead letter.  These are idempotent deletes, redone by
+   every save of the crash; the counts are decided before them, so their failure loses none.
 
-A failure at 3 (ambiguous: applied or not) is the one place a count can be lost without trace
+So a first processing of a crash this store collected costs, per group, four round trips on
+Thrift1 (three where the check-and-put is atomic), and two check-and-puts per crash (one).
+
+Upgrading: a save by an older version of this library takes our-form pointers by their own
+check, which a save by this version no longer empties; with both versions processing one
+crash at once, its queue counters can move twice until ``reconcile-queue``.
+
+A failure at 2 or 3 (ambiguous: applied or not) is the one place a count can be lost without trace
 in a retry (the retry sees the flag Y, or the pointer taken); it is tallied in ``live_counters.failures``
 (``"uncertain"``), and the next ``rollup`` recomputes the counts.
 """
@@ -106,18 +122,23 @@ class Plan:
         dimension_cells = {**state.get("raw_dimensions", {}), **crash.puts}  # processed values win
         # The queue pointers go every time, not only on first processing: deletes are idempotent,
         # and a retry after a save whose clean-up failed must not leave the crash queued forever.
+        own_form = K.time_index_key(crash.crash_id, submitted) if state.get("own_pointers") else None
         for form in time_index_key_forms(crash.crash_id, submitted):  # Socorro's 19-char keys too
             self.cleanup[K.UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
-            self.takes[K.UNPROCESSED_FLAG].append(form)
             self.claims_done.append(form)
             if legacy:
                 self.cleanup[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
-                self.takes[K.LEGACY_UNPROCESSED_FLAG].append(form)
+            if form != own_form:  # a pointer another writer may take: taken by its own check
+                self.takes[K.UNPROCESSED_FLAG].append(form)
+                if legacy:
+                    self.takes[K.LEGACY_UNPROCESSED_FLAG].append(form)
         # Whatever the state said: a dead-lettering may have happened since it was read.
         self.cleanup[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash.crash_id), delete_row=True))
         row_deletes = [COL_DEAD_LETTERED]
         if not state["processed"]:
             first = counters.queue_increments(inserts_processed_legacy=int(legacy))
+            if own_form is not None:  # the pointers this store's collector counted, dequeued once
+                first += counters.queue_increments(deletes_unprocessed=1, deletes_unprocessed_legacy=int(legacy))
             first += counters.signature_increments(crash.signature, submitted, cells=dimension_cells)
             if crash.error:
                 first += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS])
@@ -160,50 +181,79 @@ def _write_processed(backend, crashes, live_counters, known):
         states.update(read_states(backend, unknown))
     plans = [Plan(crash, states[crash.crash_id]) for crash in crashes]
     backend.mutate_rows(K.SIGNATURE_OOID, [p.sig_put for p in plans])  # the pointer first
-    written, increments, fresh = set(), [], []
-    if backend.atomic_check_and_put:
-        written = _write_first_processings(backend, plans, live_counters, increments, fresh)
-    deleted = put_if_crash_exists(backend, [p.row for p in plans if id(p) not in written])
+    increments, fresh = [], []
+    written = _write_first_processings(backend, plans, live_counters) if backend.atomic_check_and_put else set()
+    deleted, won = _write_crash_rows(backend, [p for p in plans if id(p) not in written], plans, live_counters)
     if deleted:
         # Deleted since its state was read (a processor held it through a privacy deletion): the
         # pointer just written goes, and nothing else of the save is written or counted.
         backend.mutate_rows(K.SIGNATURE_OOID, [RowMutation(p.sig_put.row, delete_row=True)
                                                for p in plans if p.crash.crash_id in deleted])
         plans = [p for p in plans if p.crash.crash_id not in deleted]
-    increments += [inc for p in plans for inc in p.increments]
-    fresh += [pair for p in plans for pair in p.fresh]
-    checks = [check for p in plans for check in p.checks]
-    if checks:
-        try:
-            won = backend.check_and_put_many(K.CRASH_REPORTS, [c[:4] for c in checks])
-        except (BackendUnavailable, BackendError):
-            # applied or not: a retry that finds the flag set counts nothing, so say so
-            live_counters.tally("uncertain", sum(len(c[4]) for c in checks))
-            raise
-        for check, applied in zip(checks, won):
-            if applied:
-                increments += check[4]
-                fresh += check[5]
+    for plan in plans:
+        increments += plan.increments
+        fresh += plan.fresh
+        for check in won.get(id(plan), ()):
+            increments += check[4]
+            fresh += check[5]
     failed = None
     try:
         increments += _take_pointers(backend, plans, live_counters)
     except (BackendUnavailable, BackendError) as exc:
         failed = exc  # what the crash-row checks decided is still sent
-    live_counters.send(increments, lambda: counters.first_seen(backend, fresh, live_counters.seen_markers))
+    calls = [lambda: live_counters.send(
+        increments, lambda: counters.first_seen(backend, fresh, live_counters.seen_markers))]
+    if failed is None and plans:
+        cleanup = {table: [m for p in plans for m in p.cleanup[table]] for table in plans[0].cleanup}
+        cleanup[K.UNPROCESSED_FLAG] += claims_done_mutations([row for p in plans for row in p.claims_done])
+        # the queue pointers go once the processed crash is stored; the counters are already
+        # decided, so they go beside the clean-up, and its failure cannot lose them
+        calls.append(lambda: backend.mutate_tables(cleanup))
+    backend.overlap(calls)
     if failed is not None:
         raise failed
-    cleanup = {table: [m for p in plans for m in p.cleanup[table]] for table in plans[0].cleanup} if plans else {}
-    if plans:
-        cleanup[K.UNPROCESSED_FLAG] += claims_done_mutations([row for p in plans for row in p.claims_done])
-        backend.mutate_tables(cleanup)  # the queue pointers go once the processed crash is stored
     return sorted(deleted)
 
 
-def _write_first_processings(backend, plans, live_counters, increments, fresh):
+def _write_crash_rows(backend, unwritten, plans, live_counters):
+    """Write the crash rows of the ``unwritten`` plans where their crash still exists, and decide
+    the transitions of every plan (its remaining ``checks``), both at once: they touch different
+    cells, so no order between them is needed.  Returns ``(deleted crash ids, {id(plan): [checks
+    won]})``; a plan whose crash was deleted counts nothing, even where its checks won (they
+    applied before the deletion, which removed what they wrote).
+    """
+    checks = [(plan, check) for plan in plans for check in plan.checks]
+    decided = {}
+
+    def decide():
+        try:
+            decided["won"] = backend.check_and_put_many(K.CRASH_REPORTS, [check[:4] for _plan, check in checks])
+        except (BackendUnavailable, BackendError):
+            # applied or not: a retry that finds the flag set counts nothing, so say so
+            live_counters.tally("uncertain", sum(len(check[4]) for _plan, check in checks))
+            raise
+
+    calls = [lambda: put_if_crash_exists(backend, [p.row for p in unwritten])]
+    if checks:
+        calls.append(decide)
+    try:
+        deleted = backend.overlap(calls)[0]
+    except (BackendUnavailable, BackendError):
+        if "won" in decided:  # the rows failed, the transitions are stored: a retry counts nothing
+            live_counters.tally("uncertain", sum(len(check[4]) for (_p, check), ok in zip(checks, decided["won"]) if ok))
+        raise
+    won = {}
+    for (plan, check), applied in zip(checks, decided.get("won", ())):
+        if applied:
+            won.setdefault(id(plan), []).append(check)
+    return deleted, won
+
+
+def _write_first_processings(backend, plans, live_counters):
     """Write the crash row of each plan whose first processing a ``flags:processed`` N -> Y
     check decides by that check alone, on a backend whose multi-cell check-and-put is atomic
     (:attr:`~socorro_store.backends.base.Backend.atomic_check_and_put`); return the ``id()`` of
-    the plans written, their counts added to ``increments`` and ``fresh``.
+    the plans written, their counts added to the plans' ``increments`` and ``fresh``.
 
     The check also proves the crash exists: a raw save writes the ``N`` with ``ids:ooid``, a
     deletion removes the whole row, and no stub row ever holds an ``N`` (a save's other cells
@@ -230,8 +280,8 @@ def _write_first_processings(backend, plans, live_counters, increments, fresh):
     for (plan, check), applied in zip(chosen, won):
         if applied:
             plan.checks.remove(check)
-            increments += check[4]
-            fresh += check[5]
+            plan.increments += check[4]
+            plan.fresh += check[5]
             written.add(id(plan))
     return written
 

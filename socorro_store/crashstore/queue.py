@@ -39,7 +39,9 @@ Taking a group of crashes costs, whatever the group's size:
    on its row, so every racer reads a history with its claim placed, and exactly one finds it
    owns; a history that is done belongs to a crash processed since the scan, which is dropped.
 
-Steps 2 and 3 read twice as many crashes as the pass's takers still want (a page at most).
+Steps 2 and 3 are independent reads, sent at once (``Backend.overlap``: one round trip on the
+critical path, two calls).  They read twice as many crashes as the pass's takers still want (a
+page at most).
 
 A taker holds its claims until it yields them; before yielding, if less than half the lease is
 left, it renews every claim it still holds (yielded but unsaved ones too) in one ``append_many``,
@@ -250,10 +252,11 @@ class QueuePass:
     takers of a group that runs the pass out stop there (their iterations end).
     """
 
-    def __init__(self, backend, queue, page_size=DEFAULT_PAGE_SIZE, rescan_seconds=DEFAULT_RESCAN_SECONDS):
+    def __init__(self, backend, queue, page_size=DEFAULT_PAGE_SIZE, rescan_seconds=DEFAULT_RESCAN_SECONDS,
+                 settle_counters=None):
         self.backend, self.queue, self.page_size = backend, queue, page_size
         #: lets an empty poll end on one read of the queue counters (:class:`EmptyPollGate`)
-        self.empty_polls = EmptyPollGate(backend, queue, rescan_seconds)
+        self.empty_polls = EmptyPollGate(backend, queue, rescan_seconds, settle_counters)
         self._candidates = None
         self._began = None  # time.monotonic() when the pass's scan began
         # crashes asked for inside take(), and assigned so far: their difference sizes the reads
@@ -396,8 +399,14 @@ def candidates(backend, queue, page_size, demand=None):
                 if cells.get(COL_OOID) and not cells.get(COL_DEAD))  # no ooid: half-deleted, repair's job
     size = page_size if demand is None else _growing(page_size, demand)
     for batch in _batches(pointers, size):
-        free = unclaimed(backend, queue, batch)
-        for (row, raw_id), cells in with_crash_cells(backend, iter(free), lambda item: item[1], page_size):
+        # the claims and the crash rows are read at once (one round trip instead of two); the
+        # rows of crashes found claimed are read for nothing, which costs bytes, not a call
+        free, found = backend.overlap([lambda: unclaimed(backend, queue, batch),
+                                       lambda: _crash_cells_by_id(backend, [raw_id for _row, raw_id in batch])])
+        for row, raw_id in free:
+            cells = found.get(raw_id)
+            if cells is None:
+                continue  # no crash row yet: a save in flight
             crash_id = raw_id.decode("ascii")
             try:  # a crash row whose cells no format describes is skipped, not fatal to the queue
                 state = crash_state(cells, crash_id)
@@ -534,11 +543,11 @@ def _crash_row(crash_id):
         return None
 
 
-def with_crash_cells(backend, items, crash_id_of, chunk=DEFAULT_PAGE_SIZE, columns=STATE_COLUMNS):
-    """:func:`with_crash_rows` that also passes on each crash row's ``columns``: ``(item, cells)``."""
-    for item, cells in _found_crash_rows(backend, items, crash_id_of, chunk, columns):
-        if cells is not None and COL_SUBMITTED in cells:
-            yield item, cells
+def _crash_cells_by_id(backend, raw_ids):
+    """``{raw crash id: state cells}`` of the crashes of ``raw_ids`` whose row exists, one read."""
+    return {raw_id: cells for raw_id, cells in _found_crash_rows(backend, iter(raw_ids), lambda raw_id: raw_id,
+                                                                 max(1, len(raw_ids)), STATE_COLUMNS)
+            if cells is not None and COL_SUBMITTED in cells}
 
 
 def _found_crash_rows(backend, items, crash_id_of, chunk, columns):

@@ -98,16 +98,20 @@ class EmptyPollGate:
 
     :meth:`looks_empty` costs nothing (False) while a scan is due: none yet, ``rescan_seconds``
     since the last, or this store queued a crash since (:meth:`note_queued`); otherwise one read
-    of the two counter rows.  Call :meth:`note_scan` when a scan of the queue starts.
+    of the two counter rows (after ``settle_counters()``, which waits for the increments this
+    store sends in the background).  Call :meth:`note_scan` when a scan of the queue starts.
     """
 
-    def __init__(self, backend, queue, rescan_seconds=DEFAULT_RESCAN_SECONDS):
+    def __init__(self, backend, queue, rescan_seconds=DEFAULT_RESCAN_SECONDS, settle_counters=None):
         if not is_number(rescan_seconds) or rescan_seconds < 0:
             raise InvalidArgument(f"rescan_seconds must be a number >= 0: {rescan_seconds!r}")
         (inserts, deletes), socorro = _COUNTERS[queue]
         self._ours = (counter_column(inserts), counter_column(deletes))
         self._socorro = counter_column(socorro) if socorro else None
         self.backend, self.rescan_seconds = backend, rescan_seconds
+        # the store's counters sent in the background: its own pending increments are waited for
+        # before the counters are trusted (a crash it queued is counted before it is believed gone)
+        self._settle_counters = settle_counters
         self._scanned_at = None
         self._queued_here = True
 
@@ -125,6 +129,8 @@ class EmptyPollGate:
         if not self.rescan_seconds or self._queued_here or self._scanned_at is None or \
                 time.monotonic() - self._scanned_at >= self.rescan_seconds:
             return False
+        if self._settle_counters is not None:
+            self._settle_counters()
         columns = list(self._ours) + ([self._socorro] if self._socorro else [])
         rows = self.backend.get_rows(METRICS, [QUEUE_ROW, SOCORRO_QUEUE_ROW], columns=columns)
 

@@ -26,6 +26,9 @@ def crash_state(cells, crash_id):
         "processed": stored_processed(cells),
         # the stored flag itself: a save's first-processing check-and-put expects it (N -> Y)
         "processed_flag": cells.get(K.COL_PROCESSED),
+        # written by this store's collector (Socorro's never writes flags:process_type): its
+        # queue pointers are the ones that collector counted, in our key form
+        "own_pointers": K.COL_PROCESS_TYPE in cells,
         "error": cells.get(K.COL_PROCESSING_ERROR) == b"1",
         "legacy": stored_legacy(cells.get(K.COL_LEGACY)),
         "priority": cells.get(K.COL_PRIORITY),

@@ -28,7 +28,8 @@ def open_store(url=None, **options):
     """Open the store a URL names: ``url``, else ``$SOCORRO_STORE_URL``, else the embedded default.
 
     ``options`` go to :class:`CrashStore` (``forbidden_keys``, ``max_cell_bytes``,
-    ``counter_flush_ms``, ``group_max_crashes``, ``group_max_bytes``, ``group_lanes``).
+    ``counter_flush_ms``, ``background_counters``, ``group_max_crashes``, ``group_max_bytes``,
+    ``group_lanes``, ``queue_rescan_seconds``).
     """
     backend = open_backend(url)
     try:
@@ -55,13 +56,20 @@ class CrashStore:
     lane (:class:`~.group_commit.GroupLanes`); more lanes overlap more round trips but make
     smaller groups (more calls per crash).  Priority requests keep one lane (a request names
     several crashes).
+    ``background_counters``: hand each save's live counter increments to a sender thread that
+    coalesces them and sends them while the save returns (:mod:`~.counter_sender`), so a save
+    waits for its rows, not its counters; this store's counter reads wait for them first.  None
+    (the default) does so where each backend call is a network round trip
+    (:attr:`~socorro_store.backends.base.Backend.remote`: HBase, Bigtable), not on the embedded
+    engine.  Exclusive with ``counter_flush_ms``.
     ``queue_rescan_seconds``: how long after a scan of a queue an empty poll may end on one read
     of the queue counters (:class:`~.queue_scans.EmptyPollGate`); 0 scans at every poll.
     """
 
     def __init__(self, backend, forbidden_keys=crashes.DEFAULT_FORBIDDEN_KEYS, max_cell_bytes=MAX_CELL_BYTES,
                  counter_flush_ms=None, group_max_crashes=MAX_GROUP_ITEMS, group_max_bytes=MAX_GROUP_BYTES,
-                 group_lanes=DEFAULT_GROUP_LANES, queue_rescan_seconds=DEFAULT_RESCAN_SECONDS):
+                 group_lanes=DEFAULT_GROUP_LANES, queue_rescan_seconds=DEFAULT_RESCAN_SECONDS,
+                 background_counters=None):
         if not is_int(max_cell_bytes) or not 0 < max_cell_bytes <= MAX_CELL_BYTES:
             raise InvalidArgument(f"max_cell_bytes must be an int in 1..{MAX_CELL_BYTES}")
         if isinstance(forbidden_keys, str):
@@ -74,7 +82,9 @@ class CrashStore:
         self.held_claims = HeldClaims()
         #: one pass per queue shared by this store's ``new_crashes()`` iterators: concurrent
         #: takers are claimed for together (:class:`~.queue.QueuePass`)
-        self.queue_passes = {name: QueuePass(backend, name, rescan_seconds=queue_rescan_seconds) for name in QUEUES}
+        self.queue_passes = {name: QueuePass(backend, name, rescan_seconds=queue_rescan_seconds,
+                                             settle_counters=lambda: self.live_counters.settle())
+                             for name in QUEUES}
         limits = {"max_items": group_max_crashes, "max_bytes": group_max_bytes}
         self.raw_groups = GroupLanes(
             lambda items: grouped_saves.save_raw_group(backend, self.live_counters, items),
@@ -84,7 +94,11 @@ class CrashStore:
             group_lanes, key=_crash_id_of, **limits)
         self.priority_groups = GroupCommit(
             lambda items: grouped_saves.enqueue_priority_group(backend, self.live_counters, items), **limits)
-        self.live_counters = counters.LiveCounters(backend, counter_flush_ms)
+        if background_counters is None:
+            background_counters = backend.remote and counter_flush_ms is None
+        elif not isinstance(background_counters, bool):
+            raise InvalidArgument(f"background_counters must be True, False or None: {background_counters!r}")
+        self.live_counters = counters.LiveCounters(backend, counter_flush_ms, background_counters)
 
     def __enter__(self):
         return self
@@ -101,7 +115,8 @@ class CrashStore:
             self.backend.close()
 
     def flush_counters(self):
-        """Send coalesced counter increments now (a no-op without ``counter_flush_ms``)."""
+        """Send pending counter increments now: wait for the background sender, and flush the
+        ``counter_flush_ms`` buffer (a no-op with neither)."""
         return self.live_counters.flush()
 
     def create_tables(self, codec_map=None):
@@ -264,12 +279,15 @@ class CrashStore:
     # -- counters ----------------------------------------------------------------------------
     def get_metrics(self, row, product=None, version=None):
         """Plain counters of a metrics row; with ``product`` (``version``) that dimension's."""
+        self.live_counters.settle()  # this store's counters first: it reads its own writes
         return counters.get_metrics(self.backend, row, product, version)
 
     def get_signature_counters(self, signature, product=None, version=None, os=None):
+        self.live_counters.settle()  # this store's counters first: it reads its own writes
         return counters.get_signature_counters(self.backend, signature, product, version, os)
 
     def queue_sizes(self):
+        self.live_counters.settle()  # this store's counters first: it reads its own writes
         return counters.queue_sizes(self.backend)
 
     def set_active_installations(self, product, date, count):
@@ -289,21 +307,26 @@ class CrashStore:
         return inspect.list_crashes(self.backend, start, end, signature, limit, details)
 
     def queue_status(self, now=None):
+        self.live_counters.settle()  # this store's counters first: it reads its own writes
         return inspect.queue_status(self.backend, now)
 
     def top_signatures(self, start, end, limit=reports.DEFAULT_TOP, product=None, version=None, os=None):
         """Top crashers of ``[start, end)``, of one product/version/OS if asked (:mod:`reports`)."""
+        self.live_counters.settle()  # this store's counters first: it reads its own writes
         return reports.top_signatures(self.backend, start, end, limit, product, version, os)
 
     def signature_report(self, signature, now=None, product=None, version=None, os=None):
+        self.live_counters.settle()  # this store's counters first: it reads its own writes
         return reports.signature_report(self.backend, signature, now, product, version, os)
 
     def signature_breakdown(self, signature, start, end):
         """A signature's crashes of ``[start, end)`` (whole days) by product, version and OS."""
+        self.live_counters.settle()  # this store's counters first: it reads its own writes
         return reports.signature_breakdown(self.backend, signature, start, end)
 
     def crashes_per_hour(self, now=None, hours=reports.CHART_HOURS):
         """``[[hour, crashes submitted]]`` of the last ``hours`` hours, from the metrics rows."""
+        self.live_counters.settle()  # this store's counters first: it reads its own writes
         return reports.crashes_per_hour(self.backend, now, hours)
 
     def latest_crashes_by_signature(self, signature, limit=50, offset=0):

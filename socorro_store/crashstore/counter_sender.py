@@ -1,0 +1,107 @@
+"""Live counters sent in the background: saves hand their increments over and return.
+
+On an HBase, the counters are most of what a save costs: Thrift1's ``incrementRows`` applies its
+increments one after another, each a region-server round trip with its WAL sync, and every
+crash increments the same hot rows (the minute, hour, day, month and year of ``metrics``), so a
+group's ~100 cells took ~95 ms, more than the rest of its save.  Summed over many groups, the
+same cells shrink to a few: the crashes of one minute share their metrics cells.
+
+:class:`CounterSender` is that coalescing, without a timer (the group commit of counters): a
+save hands its increments (and its detections: hang pairs, first-seen signatures, which read
+the rows the save already wrote) to one sender thread and returns.  The thread takes everything
+handed over so far, runs the detections, sums the increments per cell and sends them in one
+``increment_many``; what arrives meanwhile waits for the next send.  A lone save's counters go
+at once; under load many saves share one call.
+
+What it changes, and what it keeps (the lessons of ``reference/anchors.md``):
+
+* Write, then acknowledge: a send's increments leave the queue only once the backend answered
+  (or failed: never replayed, as increments are not idempotent; tallied for ``rollup``).
+* Freshness: another process sees a save's counters one send later (milliseconds).  This store
+  reads its own writes: its counter reads call :meth:`settle` first, which waits until every
+  increment handed over before it was sent.
+* Loss window: increments handed over but not yet sent when the process dies.  Crash rows and
+  pointers are never deferred, so the next ``rollup`` recomputes every such count.
+* Bounded memory: a save that finds :data:`MAX_PENDING_JOBS` waiting blocks until the sender
+  catches up (back pressure, never an unbounded queue).
+"""
+
+import logging
+import threading
+
+log = logging.getLogger("socorro_store")
+
+#: the most saves' counters waiting for the sender before a save blocks (back pressure)
+MAX_PENDING_JOBS = 10_000
+
+
+class CounterSender:
+    """A sender thread for ``send_jobs([(increments, detect), ...])`` (see the module docstring).
+
+    ``send_jobs`` must not raise for a backend failure (it tallies it); anything it raises is
+    swallowed here so the sender outlives it.
+    """
+
+    def __init__(self, send_jobs, max_pending=MAX_PENDING_JOBS):
+        self._send_jobs = send_jobs
+        self._max_pending = max_pending
+        self._jobs = []
+        self._handed = 0  # jobs handed over, ever
+        self._sent = 0  # jobs whose send ended (sent or failed), ever
+        self._closed = False
+        self._cond = threading.Condition()
+        self._thread = None
+
+    def submit(self, increments, detect=None):
+        """Hand a save's increments (and its detection, or None) to the sender; return at once
+        (or, with :data:`MAX_PENDING_JOBS` waiting, once the sender has taken them)."""
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the counter sender is closed")
+            self._cond.wait_for(lambda: len(self._jobs) < self._max_pending)
+            self._jobs.append((increments, detect))
+            self._handed += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="counter-sender", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def settle(self):
+        """Wait until every job handed over before this call has been sent (or has failed)."""
+        with self._cond:
+            target = self._handed
+            self._cond.wait_for(lambda: self._sent >= target)
+
+    @property
+    def pending(self):
+        """Jobs handed over and not yet sent."""
+        with self._cond:
+            return self._handed - self._sent
+
+    def close(self):
+        """Send what is pending, then stop the thread.  Idempotent."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def _run(self):
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._jobs or self._closed)
+                if not self._jobs:
+                    return  # closed, and everything sent
+                jobs, self._jobs = self._jobs, []
+                self._cond.notify_all()  # room for blocked submitters
+            try:
+                self._send_jobs(jobs)
+            except Exception:  # noqa: BLE001 - the sender outlives any failure; rollup repairs counts
+                log.exception("live counters of %d saves not sent (the next rollup repairs them)", len(jobs))
+            finally:
+                with self._cond:
+                    self._sent += len(jobs)
+                    self._cond.notify_all()

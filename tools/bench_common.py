@@ -153,10 +153,15 @@ class CpuShare:
         return out
 
 
-def start_local_hbase(directory, log):
-    """A :class:`local_hbase.LocalHBase` under ``directory``, started; ``(hbase, {name: pid})``."""
+def start_local_hbase(directory, log, thrift2=False):
+    """A :class:`local_hbase.LocalHBase` under ``directory``, started (with its Thrift2 server
+    too if asked); ``(hbase, {name: pid})``."""
     from local_hbase import LocalHBase  # noqa: PLC0415 - Java only when asked for
 
-    hbase = LocalHBase(directory, log=log).start()
-    log(f"local HBase {hbase.lib.parent.name} ready in {hbase.started_in_s:.1f} s at {hbase.url}")
-    return hbase, {"hbase": hbase.master.pid, "thrift": hbase.thrift.pid}
+    hbase = LocalHBase(directory, log=log, thrift2=thrift2).start()
+    log(f"local HBase {hbase.lib.parent.name} ready in {hbase.started_in_s:.1f} s at {hbase.url}"
+        + (f" and {hbase.thrift2_url}" if thrift2 else ""))
+    servers = {"hbase": hbase.master.pid, "thrift": hbase.thrift.pid}
+    if thrift2:
+        servers["thrift2"] = hbase.thrift2.pid
+    return hbase, servers

@@ -120,9 +120,11 @@ class HBaseThrift2Backend(Thrift2Admin, Backend):
         self._pool_size = pool_size
         self._pool_args = dict(host=host, port=port, transport=transport, protocol=protocol, size=pool_size,
                                timeout_ms=timeout_ms, retries=retries, backoff_s=backoff_s,
-                               count_call=self.count_call)
+                               # late-bound: a tool may wrap this instance's count_call
+                               count_call=lambda kind, n=1: self.count_call(kind, n))
         self._pool = Thrift2Pool(**self._pool_args)
         self._executor = None
+        self._stage_executor = None  # runs overlap()'s calls, which may use _executor themselves
         self._lock = threading.Lock()
         self._in_overlap = threading.local()
         self._families = {}
@@ -144,11 +146,13 @@ class HBaseThrift2Backend(Thrift2Admin, Backend):
 
     def close(self):
         with self._lock:
-            executor, self._executor = self._executor, None
+            executors = [self._stage_executor, self._executor]
+            self._stage_executor = self._executor = None
             pool, self._pool = self._pool, Thrift2Pool(**self._pool_args)  # usable after close, as Thrift1's
             self._pool.reopen_idle_s = pool.reopen_idle_s
-        if executor is not None:
-            executor.shutdown(wait=True)
+        for executor in executors:
+            if executor is not None:
+                executor.shutdown(wait=True)
         pool.close()
 
     # -- plumbing ----------------------------------------------------------------------------
@@ -237,11 +241,20 @@ class HBaseThrift2Backend(Thrift2Admin, Backend):
         return list(self._executor_of().map(lambda call: call(), calls))
 
     def overlap(self, calls):
-        """Run independent zero-argument ``calls``, their round trips overlapped (up to
-        ``pool_size`` at once); their results in order.  The first error is raised after all
-        have run."""
-        calls = list(calls)
-        return self._run_overlapped(calls)
+        """Run independent zero-argument ``calls``, their round trips overlapped; their results
+        in order.  The first error is raised after all have run (see the contract).
+
+        They run on an executor of their own, whose threads may overlap their items on the
+        per-item executor (a ``check_and_put_many`` inside one still fans out); a call must not
+        call :meth:`overlap` itself.
+        """
+        if self._pool_size == 1:
+            return base.overlap_on(None, calls)
+        with self._lock:
+            if self._stage_executor is None:
+                self._stage_executor = ThreadPoolExecutor(self._pool_size, thread_name_prefix="hbase2-stage")
+            executor = self._stage_executor
+        return base.overlap_on(executor, calls)
 
     def _overlap(self, call, items, key=lambda item: item[0], after_wave=None):
         """``[call(item) for item in items]`` overlapped; items with the same ``key`` (a row)

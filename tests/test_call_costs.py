@@ -250,3 +250,22 @@ def test_metrics_rows_are_formatted_once_per_minute():
     after = K._minute_rows.cache_info()
     assert after.misses - before.misses == 1 and after.hits - before.hits == 29
     assert K.metrics_row(moment.replace(tzinfo=None), "minute") == b"2031-05-06T07:08"  # naive = UTC
+
+
+def test_thrift1_increments_spread_over_calls_only_where_cells_are_slow(store):
+    """HBase's Thrift1 handler applies an incrementRows call's cells one after another: where the
+    measured cost per cell makes one call slow, a batch goes out as several calls at once, each
+    cell exactly once; where cells are cheap (``serve``), one call."""
+    from socorro_store.backends import Increment  # noqa: PLC0415
+
+    backend = store.backend
+    if not hasattr(backend, "_increment_cell_s"):
+        pytest.skip(f"{type(backend).__name__}: no Thrift1 incrementRows to spread")
+    cells = [Increment(K.METRICS, b"spread-%d" % (i % 10), K.counter_column(f"c{i}"), i + 1) for i in range(80)]
+    for per_cell_s, want in ((0.0, 1), (0.004, min(backend.max_increment_calls, 10))):
+        backend._increment_cell_s = per_cell_s
+        _none, spent = _spent(backend, lambda: backend.increment_many(cells))
+        assert spent["increment_many"] == want
+    rows = backend.get_rows(K.METRICS, [b"spread-%d" % r for r in range(10)])
+    assert {col: K.decode_counter(v) for cells_ in rows.values() for col, v in cells_.items()} == \
+        {K.counter_column(f"c{i}"): 2 * (i + 1) for i in range(80)}

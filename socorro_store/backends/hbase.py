@@ -22,6 +22,7 @@ that cannot fit even alone (one row's mutation, an append, a check-and-put) rais
 Over buffered transport, which has no limit, batches are split at 64 MiB only to bound memory.
 """
 
+import math
 import socket
 import threading
 import time
@@ -51,8 +52,10 @@ _TRANSIENT = (TTransportException, socket.error, OSError, happybase.NoConnection
 FRAME_SETTING = "hbase.regionserver.thrift.framed.max_frame_size_in_mb"
 #: buffered transport has no request limit; batches are still split to bound memory on both ends
 BUFFERED_BATCH_BYTES = 64 * 1024 * 1024
-#: The fewest increments an ``incrementRows`` call carries when a batch is spread over several
-#: (:meth:`HBaseBackend._increment_calls`).
+#: How long one ``incrementRows`` call may take, by the server's measured cost per cell, before a
+#: batch is spread over several (:meth:`HBaseBackend._increment_calls`).
+INCREMENT_CALL_S = 0.010
+#: The fewest increments a call carries when a batch is spread over several.
 INCREMENTS_PER_CALL = 8
 #: Seconds a pooled connection may sit idle before it is reopened (below the servers' 60 s).
 REOPEN_IDLE_S = 30.0
@@ -94,6 +97,7 @@ class HBaseBackend(Backend):
         self._pool = None
         self._executor = None
         self._stage_executor = None  # runs overlap()'s calls, which may use _executor themselves
+        self._increment_cell_s = 0.0  # seconds per cell of recent incrementRows calls (moving average)
         self._pool_lock = threading.Lock()
         self._families = {}
         self.reopen_idle_s = REOPEN_IDLE_S
@@ -415,8 +419,15 @@ class HBaseBackend(Backend):
         # Each increment is still sent exactly once: splitting a batch never replays one.
         chunks = [chunk for share in _spread_by_row(batch, weights, self._increment_calls(len(batch)))
                   for chunk in sizes.split_by_size(*share, budget)]
-        self._overlap(lambda item: self._call("increment_many", lambda c: c.incrementRows(item[1]), idempotent=False),
+        self._overlap(lambda item: self._increment_rows(item[1]),
                       list(enumerate(chunks)))  # items are (row, ...): the index keeps them in one wave
+
+    def _increment_rows(self, chunk):
+        """One ``incrementRows`` call; its time per cell feeds :meth:`_increment_calls`."""
+        began = time.monotonic()
+        self._call("increment_many", lambda c: c.incrementRows(chunk), idempotent=False)
+        per_cell = (time.monotonic() - began) / len(chunk)
+        self._increment_cell_s += 0.2 * (per_cell - self._increment_cell_s)  # a moving average
 
     @property
     def max_increment_calls(self):
@@ -424,12 +435,18 @@ class HBaseBackend(Backend):
         return self._pool_size
 
     def _increment_calls(self, cells):
-        """How many ``incrementRows`` calls share ``cells`` increments.  HBase's Thrift1 handler
-        applies a call's increments one after another, each a region-server round trip with its
-        WAL sync (measured: ~1 ms each, so a group's ~100 cells took ~95 ms in one call); calls
-        on several pooled connections run in parallel, so a batch is spread over up to
-        ``pool_size`` calls of at least :data:`INCREMENTS_PER_CALL` cells."""
-        return max(1, min(self.max_increment_calls, -(-cells // INCREMENTS_PER_CALL)))
+        """How many ``incrementRows`` calls share ``cells`` increments, by their measured cost.
+
+        HBase's Thrift1 handler applies a call's increments one after another, each a
+        region-server round trip with its WAL sync (measured: ~1 ms each, so a group's ~100
+        cells took ~95 ms in one call); calls on several pooled connections run in parallel.  So
+        a batch whose one call would take over :data:`INCREMENT_CALL_S` at the moving average
+        of the recent calls' time per cell is spread over up to ``pool_size`` calls of at least
+        :data:`INCREMENTS_PER_CALL` cells.  A server that applies cells in microseconds (``serve``)
+        gets one call: more would only cost it more requests.
+        """
+        wanted = math.ceil(cells * self._increment_cell_s / INCREMENT_CALL_S)
+        return max(1, min(self.max_increment_calls, wanted, math.ceil(cells / INCREMENTS_PER_CALL)))
 
     def check_and_put(self, table, row, column, expected, puts):
         return self.check_and_put_many(table, [(row, column, expected, puts)])[0]

@@ -5,9 +5,9 @@ Write order (DESIGN.md "Consistency": the harmless side first):
 * submit: index and queue pointers (submitted_time, unprocessed_flag, legacy_unprocessed_flag,
   legacy_submitted_time, hang_id, hang_id_submitted_time) -> the crash row -> hang-pair check ->
   one ``increment_many`` with every counter of the crash (or batch);
-* processing (:mod:`processed_saves`): signature_ooid pointer -> the crash row (processed data) ->
-  ``flags:processed`` N -> Y (the check-and-put that decides who counts) -> one
-  ``increment_many`` -> delete the queue pointers (and a stale signature pointer).
+* processing (:mod:`processed_saves`): signature_ooid pointer -> the crash row (processed data)
+  beside ``flags:processed`` N -> Y (the check-and-put that decides who counts) -> the counters
+  beside the deletes of the queue pointers (and a stale signature pointer).
 
 A pointer without its crash row is garbage that readers skip; a crash row without its queue
 pointer would be a lost crash, so the pointers always go first.  Every argument is validated, and

@@ -182,6 +182,7 @@ def test_processed_crash_over_the_frame_is_refused_before_any_write(framed_2mb):
     with _store(framed_2mb, "bigproc") as store:
         cid = crash_id("d")
         store.save_raw_crash(raw_crash(cid), {"upload_file_minidump": b"MDMP"}, cid)
+        store.flush_counters()  # the saves' counters are sent (in the background on a remote backend)
         written = all_rows(store.backend)
         with pytest.raises(RequestTooLarge, match=SETTING):
             store.save_processed(processed(cid, json_dump={"blob": "x" * (3 * MB)}))

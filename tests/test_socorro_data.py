@@ -300,6 +300,7 @@ def test_signature_listing_costs_one_scan_more_without_socorro_rows(backend_url)
         for n in range(5):
             _ours(store, cid("0123456789"[n], 20 + n), datetime(2016, 9, 18, 10, n, tzinfo=UTC), signature="js::Foo")
         _ours(store, cid("a", 30), datetime(2016, 9, 18, 10, 9, tzinfo=UTC), signature="js::Foo0")  # in that scan's range
+        store.flush_counters()  # the saves' counters are sent (in the background on a remote backend)
         merged = _spent(store, lambda: list(store.crashes_by_signature("js::Foo")))
         stored_name = b"js::Foo"
         ours_only = _spent(store, lambda: list(listings._our_signature_pointers(

@@ -176,12 +176,15 @@ def test_known_first_seen_markers_are_not_read_again(store, backend_url):
     for i, cid in enumerate(ids):
         store.save_raw_crash(raw_crash(cid, BASE_TIME + timedelta(seconds=i)), {}, cid)
     store.save_processed(processed(ids[0], signature="popular"))
+    store.flush_counters()  # first-seen detection runs with the counters (in the background on a remote backend)
     reads = []
     real = store.backend.get_rows
     store.backend.get_rows = lambda table, rows, *a, **k: reads.append(table) or real(table, rows, *a, **k)
     store.save_processed(processed(ids[1], signature="popular"))
+    store.flush_counters()
     assert K.SIGNATURES_SEEN not in reads
     store.save_processed(processed(ids[2], signature="rare"))
+    store.flush_counters()
     assert reads.count(K.SIGNATURES_SEEN) == 1
     with open_store(backend_url) as other:  # knows no marker: reads them, finds "popular" counted
         other.save_processed(processed(ids[3], signature="popular"))

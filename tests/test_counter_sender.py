@@ -1,0 +1,95 @@
+"""The background counter sender: saves hand increments over and return; one thread coalesces and
+sends them; this store's reads settle first; failures are tallied, never raised or replayed."""
+
+import threading
+
+from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+
+from socorro_store import open_store
+from socorro_store.backends import Increment
+from socorro_store.crashstore.counter_sender import CounterSender
+from socorro_store.crashstore.counters import LiveCounters
+from socorro_store.errors import BackendUnavailable
+from socorro_store.schema import keys as K
+
+
+def test_jobs_handed_over_while_a_send_runs_share_the_next_send():
+    sends, gate, started = [], threading.Event(), threading.Event()
+
+    def send_jobs(jobs):
+        started.set()
+        gate.wait(5)
+        sends.append(len(jobs))
+
+    sender = CounterSender(send_jobs)
+    sender.submit(["first"])
+    assert started.wait(5)  # the first send is in flight, holding one job
+    for n in range(5):
+        sender.submit([n])
+    assert sender.pending == 6
+    gate.set()
+    sender.settle()
+    assert sends == [1, 5] and sender.pending == 0
+    sender.close()
+    sender.close()  # idempotent
+
+
+def test_a_full_queue_blocks_the_save_until_the_sender_takes_it():
+    gate, sends = threading.Event(), []
+    sender = CounterSender(lambda jobs: (gate.wait(5), sends.append(len(jobs))), max_pending=2)
+    sender.submit([0])  # taken by the thread
+    blocked = threading.Event()
+
+    def saver():
+        for n in range(3):
+            sender.submit([n])
+        blocked.set()
+
+    thread = threading.Thread(target=saver)
+    thread.start()
+    assert not blocked.wait(0.3)  # two wait, the third save blocks: memory stays bounded
+    gate.set()
+    thread.join(5)
+    assert blocked.is_set()
+    sender.close()
+    assert sum(sends) == 4
+
+
+class FailingBackend:
+    """Increments fail as an outage would; the sender must tally them, never raise."""
+
+    remote = True
+
+    def increment_many(self, increments):
+        raise BackendUnavailable("down")
+
+
+def test_a_failed_send_is_tallied_and_the_sender_goes_on():
+    live = LiveCounters(FailingBackend(), background=True)
+    incs = [Increment(K.METRICS, b"2016", K.counter_column("submitted_crash_reports"))]
+    live.send(incs)
+    live.send(incs)
+    live.settle()
+    assert live.failures["increments"] >= 1 and live.sender.pending == 0
+    live.close()
+
+
+def test_a_store_reads_its_own_counters_at_once(backend_url, backend_kind):
+    """Background on every remote kind (and forced on embedded): what a save counted, the same
+    store's counter reads see at once; another store sees it once the sender has sent it."""
+    with open_store(backend_url, background_counters=True) as store:
+        store.create_tables()
+        assert store.live_counters.sender is not None
+        ids = [crash_id(s) for s in "0123"]
+        for cid in ids:
+            store.save_raw_crash(raw_crash(cid, legacy_processing=0), {}, cid)
+        for cid in ids:
+            store.save_processed(processed(cid, signature="bg"))
+        day = K.metrics_row(BASE_TIME, "day").decode()
+        assert store.get_metrics(day)["submitted_crash_reports"] == 4
+        assert store.get_signature_counters("bg")["daily_2016-09-18"] == 4
+        sizes = store.queue_sizes()
+        assert (sizes["standard"], sizes["legacy"], sizes["processed_legacy"]) == (0, 0, 4)
+        assert not store.live_counters.failures
+    with open_store(backend_url) as other:  # closed: everything was sent
+        assert other.get_metrics(day)["submitted_crash_reports"] == 4

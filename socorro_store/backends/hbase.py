@@ -98,6 +98,7 @@ class HBaseBackend(Backend):
         self._executor = None
         self._stage_executor = None  # runs overlap()'s calls, which may use _executor themselves
         self._increment_cell_s = 0.0  # seconds per cell of recent incrementRows calls (moving average)
+        self._call_s = 0.0  # seconds of recent other calls (moving average)
         self._pool_lock = threading.Lock()
         self._families = {}
         self.reopen_idle_s = REOPEN_IDLE_S
@@ -165,10 +166,13 @@ class HBaseBackend(Backend):
                     self._reopen_if_idle(conn)
                     sent = True
                     self.count_call(kind)
+                    began = time.monotonic()
                     try:
                         return fn(conn.client)
                     finally:
-                        self._last_used[id(conn)] = time.monotonic()
+                        ended = self._last_used[id(conn)] = time.monotonic()
+                        if kind != "increment_many":  # the time of a call, queueing included
+                            self._call_s += 0.05 * (ended - began - self._call_s)
             except (thrift.IOError, thrift.IllegalArgument, thrift.AlreadyExists,
                     TApplicationException) as exc:
                 raise translate_error(exc, table) from None
@@ -423,10 +427,12 @@ class HBaseBackend(Backend):
                       list(enumerate(chunks)))  # items are (row, ...): the index keeps them in one wave
 
     def _increment_rows(self, chunk):
-        """One ``incrementRows`` call; its time per cell feeds :meth:`_increment_calls`."""
+        """One ``incrementRows`` call; what it took beyond an ordinary call, per cell, feeds
+        :meth:`_increment_calls` (a busy server makes every call slower: that is no reason to
+        spread, and would only cost it more requests)."""
         began = time.monotonic()
         self._call("increment_many", lambda c: c.incrementRows(chunk), idempotent=False)
-        per_cell = (time.monotonic() - began) / len(chunk)
+        per_cell = max(0.0, time.monotonic() - began - self._call_s) / len(chunk)
         self._increment_cell_s += 0.2 * (per_cell - self._increment_cell_s)  # a moving average
 
     @property
@@ -441,7 +447,7 @@ class HBaseBackend(Backend):
         region-server round trip with its WAL sync (measured: ~1 ms each, so a group's ~100
         cells took ~95 ms in one call); calls on several pooled connections run in parallel.  So
         a batch whose one call would take over :data:`INCREMENT_CALL_S` at the moving average
-        of the recent calls' time per cell is spread over up to ``pool_size`` calls of at least
+        of the recent calls' time per cell (beyond what other calls take) is spread over up to ``pool_size`` calls of at least
         :data:`INCREMENTS_PER_CALL` cells.  A server that applies cells in microseconds (``serve``)
         gets one call: more would only cost it more requests.
         """

@@ -54,7 +54,7 @@ FRAME_SETTING = "hbase.regionserver.thrift.framed.max_frame_size_in_mb"
 BUFFERED_BATCH_BYTES = 64 * 1024 * 1024
 #: How long one ``incrementRows`` call may take, by the server's measured cost per cell, before a
 #: batch is spread over several (:meth:`HBaseBackend._increment_calls`).
-INCREMENT_CALL_S = 0.010
+INCREMENT_CALL_S = 0.025
 #: The fewest increments a call carries when a batch is spread over several.
 INCREMENTS_PER_CALL = 8
 #: Seconds a pooled connection may sit idle before it is reopened (below the servers' 60 s).

@@ -279,3 +279,24 @@ def test_thrift1_increments_spread_over_calls_only_where_cells_are_slow(store):
     rows = backend.get_rows(K.METRICS, [b"spread-%d" % r for r in range(10)])
     assert {col: K.decode_counter(v) for cells_ in rows.values() for col, v in cells_.items()} == \
         {K.counter_column(f"c{i}"): 2 * (i + 1) for i in range(80)}
+
+
+def test_a_failed_scan_proves_nothing_the_next_poll_scans(store):
+    """Issue 32, defect 9: a poll whose scan failed must not count as a scan, else a crash this
+    store queued waits a whole rescan interval behind counters that say empty."""
+    from socorro_store.errors import BackendUnavailable  # noqa: PLC0415
+
+    cid, other = _queue_pointer_behind_the_counters(store, seed=41)  # this store queued (other)
+    store.save_processed(processed(other))  # the counters now say 0; cid's pointer is there
+    real_scan = store.backend.scan
+
+    def failing_scan(*args, **kwargs):
+        raise BackendUnavailable("the scan failed")
+
+    store.backend.scan = failing_scan
+    try:
+        with pytest.raises(BackendUnavailable):
+            list(store.new_crashes(processor_id="p"))
+    finally:
+        store.backend.scan = real_scan
+    assert list(store.new_crashes(processor_id="p")) == [cid]  # scanned again, not trusted

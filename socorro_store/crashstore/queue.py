@@ -334,6 +334,7 @@ class QueuePass:
                 item = next(self._candidates, None)
             except BaseException:
                 self._candidates = None  # a failed read ends the pass; the next group starts anew
+                self.empty_polls.note_scan_failed()
                 raise
             if item is None:
                 self._candidates = None

@@ -124,6 +124,11 @@ class EmptyPollGate:
         self._queued_here = False
         self._scanned_at = time.monotonic()
 
+    def note_scan_failed(self):
+        """The scan noted last failed before it ended: it proved nothing, so the next poll scans
+        (a crash this store queued must not wait for the rescan interval)."""
+        self._queued_here = True
+
     def looks_empty(self):
         """True when the counters say the queue holds nothing and may be trusted."""
         if not self.rescan_seconds or self._queued_here or self._scanned_at is None or \

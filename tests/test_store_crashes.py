@@ -179,6 +179,23 @@ def test_hang_pair_both_sides(store):
     assert store.hang_pair("nothing") == {}
 
 
+def test_a_hang_pair_counts_at_its_later_side_whichever_side_saves_last(store):
+    """The later-submitted side saved first, the earlier one second: the pair is counted in the
+    later side's minute, as rollup counts it (it was counted in the earlier one's: live drift)."""
+    from datetime import timedelta  # noqa: PLC0415
+
+    from store_helpers import BASE_TIME  # noqa: PLC0415
+
+    early, late = crash_id("8"), crash_id("9")
+    store.save_raw_crash(raw_crash(late, BASE_TIME + timedelta(minutes=5), HangID="pair-2", ProcessType="plugin"),
+                         {}, late)
+    store.save_raw_crash(raw_crash(early, BASE_TIME, HangID="pair-2"), {}, early)
+    column = "submitted_crash_report_hang_pairs"
+    assert store.get_metrics("2016-09-18T12:05").get(column) == 1
+    assert store.get_metrics("2016-09-18T12:00").get(column) is None
+    assert store.get_metrics("2016-09-18").get(column) == 1
+
+
 # -- bad input: typed error and nothing written in any table ---------------------------------
 
 def _bad_raw_cases():

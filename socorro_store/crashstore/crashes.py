@@ -70,9 +70,8 @@ class ProcessedCrash:
     puts: dict = field(default_factory=dict)
 
     def row_mutation(self):
-        """The crash row's mutation (what must fit in one backend request); saving it also
-        drops a pending priority request."""
-        return RowMutation(K.crash_row_key(self.crash_id), self.puts, [K.COL_PRIORITY])
+        """The crash row's mutation (what must fit in one backend request)."""
+        return RowMutation(K.crash_row_key(self.crash_id), self.puts)
 
 
 def _json_default(value):
@@ -215,19 +214,46 @@ def _new_hang_pairs(backend, crashes):
     """Count each hang pair once: the first writer to see both sides sets ``ids:paired``.
 
     Each side is written before the row is read back, so at least one side sees both; the
-    check-and-put on the marker lets exactly one of them count the pair.
+    check-and-put on the marker lets exactly one of them count the pair.  The pair is counted at
+    its later side's submission time, whichever side counts it (as ``rollup`` counts it): with
+    counters sent in the background, the earlier side's check may run after both are stored.
     """
     if not crashes:
         return []
     by_row = {K.hang_row_key(c.hang_id): c for c in crashes}
     rows = backend.get_rows(K.HANG_ID, list(by_row), columns=[b"ids"])
-    out = []
+    pairs = {}
     for row, cells in rows.items():
-        sides = [c for c in cells if K.is_hang_column(c)]
+        sides = [v.decode("ascii", "replace") for c, v in cells.items() if K.is_hang_column(c)]
         if len(sides) >= 2 and K.COL_PAIRED not in cells:
-            if backend.check_and_put(K.HANG_ID, row, K.COL_PAIRED, None, {K.COL_PAIRED: b"1"}):
-                out += counters.hang_pair_increments(by_row[row].submitted)
+            pairs[row] = sides
+    if not pairs:
+        return []
+    times = _submitted_times(backend, {cid for sides in pairs.values() for cid in sides})
+    out = []
+    for row, sides in pairs.items():
+        if backend.check_and_put(K.HANG_ID, row, K.COL_PAIRED, None, {K.COL_PAIRED: b"1"}):
+            later = max([times[cid] for cid in sides if cid in times] or [by_row[row].submitted])
+            out += counters.hang_pair_increments(later)
     return out
+
+
+def _submitted_times(backend, crash_ids):
+    """``{crash id: submitted time}`` of the crashes of ``crash_ids`` whose row is readable."""
+    rows = {}
+    for cid in crash_ids:
+        try:
+            rows[K.crash_row_key(cid)] = cid
+        except InvalidArgument:
+            pass  # a foreign value in a hang row names no crash of ours
+    found = backend.get_rows(K.CRASH_REPORTS, list(rows), columns=[K.COL_SUBMITTED]) if rows else {}
+    times = {}
+    for row, cells in found.items():
+        try:
+            times[rows[row]] = stored_time(cells[K.COL_SUBMITTED])
+        except (KeyError, InvalidArgument):
+            pass
+    return times
 
 
 def unique_crash_ids(crash_ids):
@@ -431,7 +457,7 @@ def get_processing_state(backend, crash_id):
         "crash_id": crash_id,
         "processed": state["processed"],
         "legacy_processing": state["legacy"],
-        "priority_processing": state["priority"] is not None,
+        "priority_processing": bool(state["priority"]),  # an empty flag: a request served
         "submitted": K.format_timestamp(state["submitted"]).decode(),
         "processed_at": _stored_time_text(state["processed_at"]),
         "signature": state["signature"],

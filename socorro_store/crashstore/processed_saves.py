@@ -49,7 +49,8 @@ Write order, each step one round trip on the critical path (its calls go out at 
    would leave a crash out of the queue unprocessed;
 4. the counters (handed to the store's live counters, sent in the background on a remote
    backend), and beside them one ``mutate_tables``: the queue pointers and their claim
-   histories (``done``), a stale signature pointer, the served priority cell, and any
+   histories (``done``), a stale signature pointer, the served priority request's queue row
+   (its flag stays, emptied: "none pending", so a request made since is never deleted), and any
    dead-letter marks: a crash processed at last (even by a save that follows a dead-lettering
    it did not know about) is no longer a dead letter.  These are idempotent deletes, redone by
    every save of the crash; the counts are decided before them, so their failure loses none.
@@ -167,9 +168,9 @@ class Plan:
             self.cleanup[K.UNPROCESSED_FLAG].append(RowMutation(priority_row, delete_row=True))
             self.claims_done.append(priority_row)
             served = counters.queue_increments(deletes_unprocessed_priority=1, inserts_processed_priority=1)
-            # the request is served once: emptied by a check-and-put, then deleted with the clean-up
+            # the request is served once, emptied by a check-and-put; the empty flag stays (it
+            # means "none pending"): a clean-up deleting it would delete a request made since
             self.checks.append((row, K.COL_PRIORITY, state["priority"], {K.COL_PRIORITY: b""}, served, []))
-            row_deletes.append(K.COL_PRIORITY)
         self.row = RowMutation(row, puts)
         self.cleanup[K.CRASH_REPORTS].append(RowMutation(row, deletes=row_deletes))
 

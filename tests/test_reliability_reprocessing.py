@@ -47,3 +47,34 @@ def test_a_request_made_during_a_priority_save_is_kept(store):
     assert list(store.new_crashes(queue="priority")) == []
     # an empty flag is "none pending": a later request is taken as any other
     assert store.enqueue_priority([cid]) == 1 and store.queue_sizes()["priority"] == 1
+
+
+def test_two_saves_of_one_reprocessing_move_its_counts_once(store):
+    """Issue 32, defect 2: a priority lease taken over, both processors save signature B from the
+    state read at take time (A): the counts move once, A -1 and B +1 (not A -1 -1, B +2), and a
+    processing error is counted once."""
+    from datetime import datetime, timedelta, timezone  # noqa: PLC0415
+
+    from socorro_store.crashstore.claims import Held, HeldClaims  # noqa: PLC0415
+    from socorro_store.crashstore.states import read_states  # noqa: PLC0415
+
+    cid = crash_id("5")
+    store.save_raw_crash(raw_crash(cid), {}, cid)
+    store.save_processed(processed(cid, "sig::A"))
+    assert store.enqueue_priority([cid]) == 1
+    stale = read_states(store.backend, [cid])[cid]
+    expires = int((datetime.now(timezone.utc) + timedelta(minutes=5)).timestamp() * 1000)
+    for n, change in enumerate([dict(signature="sig::B"), dict(signature="sig::B"),
+                                dict(signature="sig::B", success=False), dict(signature="sig::B", success=False)]):
+        held = HeldClaims()  # each processor holds the crash with the state its take read
+        if n == 2:
+            stale = read_states(store.backend, [cid])[cid]  # a later request, read by both again
+        held.add(Held(cid, b"row", f"token{n}", f"p{n}", expires, dict(stale)))
+        crashes.write_processed(store.backend, [crashes.prepare_processed(processed(cid, **change))],
+                                store.live_counters, held)
+    store.flush_counters()
+    day = "daily_2016-09-18"
+    assert store.get_signature_counters("sig::A").get(day, 0) == 0
+    assert store.get_signature_counters("sig::B")[day] == 1
+    assert store.get_metrics("2016-09-18").get("crash_report_processing_errors", 0) == 1
+    assert store.get_processed(cid)["signature"] == "sig::B"

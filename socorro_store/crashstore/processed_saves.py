@@ -11,6 +11,10 @@ save whose check-and-put applies sends it:
   interval counters, first-seen detection and a processing error;
 * a priority request served (``flags:priority_processing`` <stamp> -> empty): the priority queue
   counters;
+* a reprocessing's moves (``processed_data:signature`` old -> new: the old signature's counts
+  -1 and the new one's +1, dimensioned columns included; ``flags:processing_error`` old -> new:
+  the processing errors +-1): only the save whose check applies moves them, so two processors
+  saving one reprocessed crash (a priority lease taken over) move its counts once;
 * the queue pointers this store's collector wrote (our key form, of a crash row holding
   ``flags:process_type``, which Socorro's collector never writes): dequeued by the first
   processing, so ``deletes_unprocessed`` and ``deletes_unprocessed_legacy`` go with the N -> Y
@@ -25,9 +29,10 @@ save whose check-and-put applies sends it:
 
 A save that loses a check counted nothing for it: another save of the same crash did.  (Two
 processors that give one crash different signatures leave it counted under the first one to
-store its flag, until ``rollup``; a reprocessing, whose state is processed, moves the count from
-the old signature to the new, so two concurrent reprocessings with different signatures also
-drift until ``rollup``.)  A row whose flag is not ``N`` (Socorro's happybase storage wrote ``""``)
+store its flag, until ``rollup``; of two concurrent reprocessings with different signatures,
+the second's move check fails, so its crash stays counted under the first's until ``rollup``,
+and its processed JSON and signature pointer disagree with the stored signature until the next
+save or ``verify-indexes --repair``.)  A row whose flag is not ``N`` (Socorro's happybase storage wrote ``""``)
 is counted from its state, as before.
 
 Write order, each step one round trip on the critical path (its calls go out at once,
@@ -151,17 +156,23 @@ class Plan:
                 self.increments += first
                 self.fresh += fresh
         else:
+            # A reprocessing moves its counts from the state it read, which two processors (a
+            # priority lease taken over) both read: each move is decided by a check-and-put of
+            # the cell it changes, from the value read to the new one, so only one save moves it.
             if state["signature"] != crash.signature:  # reprocessed with a new signature: move its count
                 old = state["signature"]
+                moved = counters.signature_increments(crash.signature, submitted, cells=dimension_cells)
                 if old is not None:
                     self.cleanup[K.SIGNATURE_OOID].append(
                         RowMutation(K.signature_index_key(old, submitted, crash.crash_id), delete_row=True))
-                    self.increments += counters.signature_increments(old, submitted, -1, cells=dimension_cells)
-                self.increments += counters.signature_increments(crash.signature, submitted, cells=dimension_cells)
-                self.fresh.append((crash.signature, submitted))
+                    moved = counters.signature_increments(old, submitted, -1, cells=dimension_cells) + moved
+                expected = old.encode("utf-8", "surrogatepass") if old is not None else None
+                self.checks.append((row, K.COL_SIGNATURE, expected, {K.COL_SIGNATURE: puts.pop(K.COL_SIGNATURE)},
+                                    moved, [(crash.signature, submitted)]))
             if crash.error != bool(state.get("error")):  # counted once per crash: move it
-                self.increments += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS],
-                                                              1 if crash.error else -1)
+                moved = counters.metric_increments(submitted, [counters.PROCESSING_ERRORS], 1 if crash.error else -1)
+                self.checks.append((row, K.COL_PROCESSING_ERROR, state.get("error_flag"),
+                                    {K.COL_PROCESSING_ERROR: puts.pop(K.COL_PROCESSING_ERROR)}, moved, []))
         if state["priority"]:
             requested = K.parse_key_timestamp(state["priority"])
             priority_row = K.priority_key(crash.crash_id, requested)

@@ -30,6 +30,7 @@ def crash_state(cells, crash_id):
         # queue pointers are the ones that collector counted, in our key form
         "own_pointers": K.COL_PROCESS_TYPE in cells,
         "error": cells.get(K.COL_PROCESSING_ERROR) == b"1",
+        "error_flag": cells.get(K.COL_PROCESSING_ERROR),  # as stored: a reprocessing's check expects it
         "legacy": stored_legacy(cells.get(K.COL_LEGACY)),
         "priority": cells.get(K.COL_PRIORITY),
         "signature": cells[K.COL_SIGNATURE].decode("utf-8", "surrogatepass") if K.COL_SIGNATURE in cells else None,

@@ -18,6 +18,7 @@ from datetime import datetime, time, timedelta, timezone
 
 from ..errors import CrashIDNotFound, InvalidArgument
 from ..schema.crash_ids import parse_crash_id
+from ..schema.timeparse import parse_day
 from .charts import bar_chart
 
 HOME_TOP = 10
@@ -50,16 +51,17 @@ def _filters(args):
 
 def period(args, now):
     """``(start, end, description)`` of ``day=YYYY-MM-DD`` or ``days=N`` (the last N days,
-    today included; default 7)."""
+    today included; default 7).
+
+    A day that does not exist, or whose interval is not representable (before year 1000, or
+    9999-12-31, which has no end), is InvalidArgument (400) from :func:`parse_day`.
+    """
     day = args.get("day")
     if day:
-        try:
-            start = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=timezone.utc)
-        except ValueError:
-            raise InvalidArgument(f"day must be a date YYYY-MM-DD, not {day!r}") from None
+        start, end = parse_day(day, "day")
         if args.get("days"):
             raise InvalidArgument("give day or days, not both")
-        return start, start + timedelta(days=1), start.date().isoformat()
+        return start, end, start.date().isoformat()
     days = _int_arg(args.get("days"), "days", 1, MAX_DAYS, DEFAULT_DAYS)
     end = _today(now) + timedelta(days=1)
     return end - timedelta(days=days), end, f"the last {days} day{'s' if days > 1 else ''}"

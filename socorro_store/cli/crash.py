@@ -2,13 +2,12 @@
 
 import itertools
 import sys
-from datetime import timedelta
 
 import click
 
 from ..errors import InvalidArgument, InvalidCrashID
 from ..schema.crash_ids import parse_crash_id
-from ..schema.timeparse import parse_timestamp
+from ..schema.timeparse import FIRST_DAY, parse_day, parse_timestamp
 from .common import echo_json, emit_list, list_format_options, open_existing_store
 
 
@@ -17,13 +16,12 @@ def time_range(day, start, end):
     if day is not None:
         if start is not None or end is not None:
             raise click.UsageError("give --day or --from/--to, not both")
-        first = parse_timestamp(day, "--day")
-        if first.hour or first.minute or first.second or first.microsecond:
-            raise InvalidArgument(f"--day must be a date (YYYY-MM-DD): {day!r}")
-        return first, first + timedelta(days=1)
+        return parse_day(day, "--day")  # InvalidArgument for a bad or impossible date, 9999-12-31 included
     if start is None or end is None:
         raise click.UsageError("give --day D, or both --from T and --to T")
     first, last = parse_timestamp(start, "--from"), parse_timestamp(end, "--to")
+    if first.date() < FIRST_DAY:  # the store's time keys begin there (the library's message shows a repr)
+        raise InvalidArgument(f"--from {start} is before {FIRST_DAY.isoformat()}, the earliest time the store keeps")
     if first >= last:  # an empty or reversed range would print nothing and exit 0
         raise InvalidArgument(f"--from {start} is not before --to {end}")
     return first, last

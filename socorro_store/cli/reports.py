@@ -5,8 +5,9 @@ import re
 import click
 
 from ..crashstore.reports import DEFAULT_TOP
-from ..errors import NotFound
+from ..errors import InvalidArgument, NotFound
 from ..schema.keys import parse_metrics_row
+from ..schema.timeparse import date_problem
 from .common import echo_json, open_existing_store
 from .crash import range_options, time_range
 
@@ -132,6 +133,19 @@ def show(ctx, signature, product, version, os_name, as_json):
         click.echo(line)
 
 
+def check_interval_row(row):
+    """InvalidArgument unless ``row`` names an interval's metrics row, saying why in the row's own
+    text (the library's message shows the row as bytes): an impossible date, or the forms taken."""
+    try:
+        parse_metrics_row(row)
+    except InvalidArgument:
+        problem = date_problem(row)
+        if problem is not None:
+            raise InvalidArgument(f"not a metrics row: {row!r} is not a valid date: {problem}") from None
+        raise InvalidArgument(f"not a metrics row: {row!r} (expected yyyy, yyyy-mm, yyyy-mm-dd, yyyy-mm-ddThh, "
+                              "yyyy-mm-ddThh:mm or crash_report_queues)") from None
+
+
 @click.group("metrics")
 def metrics_group():
     """Rows of the metrics table."""
@@ -151,7 +165,7 @@ def metrics_show(ctx, row, product, version, as_json):
     if version is not None and product is None:
         raise click.UsageError("--version needs --product (versions are per product)")
     if _INTERVAL_LIKE.match(row):  # Socorro's own row names pass to the library as they are
-        parse_metrics_row(row)  # InvalidArgument (exit 2) for a malformed or impossible interval
+        check_interval_row(row)  # InvalidArgument (exit 2) for a malformed or impossible interval
     with open_existing_store(ctx) as store:
         values = store.get_metrics(row, product=product, version=version)
     if not values:

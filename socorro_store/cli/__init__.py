@@ -4,15 +4,18 @@ Each command group lives in its own module here and is registered below.  Errors
 (:class:`~socorro_store.errors.SocorroStoreError`) become one line on stderr: exit code 2 for bad
 input or usage (:data:`BAD_INPUT`), exit code 1 for a failure (not found, no store, backend
 unavailable or failing, a failed job, a corrupt stream, a file that cannot be read or written).
+A reader that closes stdout early (``| head``) is a normal end: exit 0, nothing on stderr.
 """
 
 import importlib
+import os
+import shlex
 import sys
 
 import click
 
 from ..config import ENV_VAR
-from ..errors import ConfigError, InvalidArgument, SocorroStoreError, SpecError
+from ..errors import ConfigError, InvalidArgument, SocorroStoreError, SpecError, StoreNotFound
 from ..jobs.runs import JobLeaseHeld
 
 # Modules that each define COMMANDS, a list of click commands to register on the main group.
@@ -34,15 +37,62 @@ def describe_os_error(exc):
     return f"{reason}: {exc.filename!r}" if exc.filename is not None else reason
 
 
+_CREATE_HINT = "run `socorro-store tables create`"
+
+
+def message_of(exc, ctx):
+    """The one-line message of a library error.  The ``tables create`` hint of a missing store
+    names the ``--url`` the user gave (copied without it, it would create ./socorro-data)."""
+    message = str(exc)
+    given = (ctx.obj or {}).get("given_url") if ctx is not None else None
+    if isinstance(exc, StoreNotFound) and given:
+        message = message.replace(_CREATE_HINT, f"run `socorro-store --url {shlex.quote(given)} tables create`")
+    return message
+
+
+def _stdout_is_closed():
+    """True when stdout's reader has gone (a pipe whose other end is closed reports POLLERR).
+    A BrokenPipeError from anything else (a socket to a server) is then still a failure."""
+    try:
+        import select  # noqa: PLC0415
+
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP | select.POLLNVAL) for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll (Windows), no file descriptor: take it as stdout
+        return True
+
+
+def _on_broken_pipe():
+    """stdout's reader went away (``| head``): a normal end, exit 0.  As Python's documentation
+    advises (signal module, "Note on SIGPIPE"), stdout is pointed at devnull first, so that the
+    interpreter's final flush of what is still buffered has nowhere to fail.  A broken pipe that
+    is not stdout's is a failure like any other OSError (one line, exit 1)."""
+    if not _stdout_is_closed():
+        click.echo("Error: Broken pipe", err=True)
+        sys.exit(1)
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass
+    sys.exit(0)
+
+
 class _Group(click.Group):
     """Turns library errors into one-line messages with exit code 2 (bad input) or 1 (failure),
-    and click's usage errors (unknown option, bad value) into one line with exit code 2."""
+    and click's usage errors (unknown option, bad value) into one line with exit code 2.  A closed
+    stdout ends any command quietly with exit 0."""
 
     def main(self, *args, standalone_mode=True, **kwargs):
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)
         try:
             result = super().main(*args, standalone_mode=False, **kwargs)
+            sys.stdout.flush()  # what is still buffered: a closed pipe shows here, not at exit
+        except BrokenPipeError:
+            _on_broken_pipe()
         except click.ClickException as exc:  # UsageError, BadParameter, FileError, …
             click.echo(f"Error: {exc.format_message()}", err=True)
             sys.exit(exc.exit_code)
@@ -51,12 +101,20 @@ class _Group(click.Group):
             sys.exit(1)
         sys.exit(result if isinstance(result, int) else 0)
 
+    def make_context(self, *args, **kwargs):  # prints --help and --version
+        try:
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            _on_broken_pipe()
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except SocorroStoreError as exc:
-            click.echo(f"Error: {exc}", err=True)
+            click.echo(f"Error: {message_of(exc, ctx)}", err=True)
             sys.exit(exit_code_of(exc))
+        except BrokenPipeError:  # before OSError; click's own handling would exit 1
+            _on_broken_pipe()
         except OSError as exc:  # a file the command reads or writes (-o, --dir, --access-log): never a traceback
             click.echo(f"Error: {describe_os_error(exc)}", err=True)
             sys.exit(1)
@@ -77,8 +135,16 @@ def _version():
               help=f"Store URL (default: ${ENV_VAR}, else embedded://./socorro-data).")
 @click.pass_context
 def main(ctx, url):
-    """socorro-store: Socorro's HBase crash storage, on HBase or an embedded engine."""
-    ctx.obj = {"url": url}
+    """socorro-store: Socorro's HBase crash storage, on an embedded engine, HBase or Cloud Bigtable.
+
+    \b
+    The store is one URL: --url, else $SOCORRO_STORE_URL, else embedded://./socorro-data.
+      embedded://PATH                the embedded engine (SQLite) in directory PATH
+      hbase://HOST[:PORT][?OPTIONS]  HBase, through its Thrift gateway
+      bigtable://PROJECT/INSTANCE    Cloud Bigtable (pip install 'socorro-store[bigtable]')
+    """
+    given = url if ctx.get_parameter_source("url") is click.core.ParameterSource.COMMANDLINE else None
+    ctx.obj = {"url": url, "given_url": given}
 
 
 for _name in COMMAND_MODULES:

@@ -18,8 +18,12 @@ def echo_json(data):
 
 def url_of(ctx, local_url=None):
     """The store URL: the command's own ``--url``, else the main group's (None means env var,
-    then default)."""
-    return local_url or ctx.find_root().obj["url"]
+    then default).  A command's own ``--url`` is noted as the one the user gave (for the
+    ``tables create`` hint of a missing store)."""
+    root = ctx.find_root().obj
+    if local_url:
+        root["given_url"] = local_url
+    return local_url or root["url"]
 
 
 def local_url_option(command):

@@ -85,7 +85,7 @@ def test_file_errors_are_one_line_and_create_nothing(url, tmp_path):
 def test_a_missing_embedded_store_is_refused_with_the_hint_and_not_created(tmp_path, args):
     store = tmp_path / "typo"
     args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
-    assert HINT in fails(run(f"embedded://{store}", *args), 1)
+    assert f"run `socorro-store --url embedded://{store} tables create`" in fails(run(f"embedded://{store}", *args), 1)
     assert not store.exists() and not (tmp_path / "out").exists()
 
 

@@ -26,7 +26,7 @@ def one_error_line(result, code):
 
 def test_ping_answers_0_on_a_store_and_1_with_one_line_otherwise(tmp_path):
     url = f"embedded://{tmp_path / 'store'}"
-    assert "run `socorro-store tables create`" in one_error_line(run("--url", url, "ping"), 1)
+    assert f"run `socorro-store --url {url} tables create`" in one_error_line(run("--url", url, "ping"), 1)
     assert not (tmp_path / "store").exists()
     assert run("--url", url, "tables", "create").exit_code == 0
     result = run("--url", url, "ping")
@@ -60,7 +60,8 @@ def test_serve_refuses_a_missing_store_and_creates_nothing(tmp_path):
     proc = _serve(tmp_path)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1 and out == ""
-    assert err.strip().splitlines() == [f"Error: no store at {tmp_path / 'store'} (run `socorro-store tables create`)"]
+    assert err.strip().splitlines() == [f"Error: no store at {tmp_path / 'store'} "
+                                        f"(run `socorro-store --url embedded://{tmp_path / 'store'} tables create`)"]
     assert not (tmp_path / "store").exists()
 
 

@@ -121,3 +121,25 @@ def test_dead_lettering_a_deleted_crash_leaves_nothing(store):
     queue.dead_letter(store.backend, "standard", [(row, cid, 3)])
     assert traces(store.backend, cid) == []
     assert store.dead_lettered_crashes() == []
+
+
+def test_deleting_queued_crashes_moves_the_queue_counters_once(store):
+    """Issue 32, defect 8: a crash deleted while queued (standard and legacy, or with a pending
+    priority request) leaves no phantom in ``queue_sizes()``; a processed one moves nothing, and
+    a deletion after the save that dequeued a crash moves nothing again."""
+    from socorro_store.jobs import scrutiny  # noqa: PLC0415
+
+    queued = saved(store, crash_id("1"), legacy_processing=0)
+    done = saved(store, crash_id("2"), legacy_processing=0)
+    requested = saved(store, crash_id("3"))
+    store.save_processed(processed(done, "sig"))
+    store.save_processed(processed(requested, "sig"))
+    assert store.enqueue_priority([requested]) == 1
+    sizes = store.queue_sizes()
+    assert (sizes["standard"], sizes["legacy"], sizes["priority"]) == (1, 1, 1)
+    assert sorted(store.delete_crashes([queued, done, requested])) == sorted([queued, done, requested])
+    sizes = store.queue_sizes()
+    assert (sizes["standard"], sizes["legacy"], sizes["priority"]) == (0, 0, 0)
+    assert scrutiny.count_queues(store.backend) == {"standard": 0, "legacy": 0, "priority": 0}
+    for cid in (queued, done, requested):
+        assert traces(store.backend, cid) == []

@@ -12,19 +12,31 @@ What goes, for each crash (layouts in :mod:`socorro_store.schema.keys`):
 What stays: the counters (``metrics``, ``crash_report_signatures``) and first-seen markers.  They
 are aggregates that name no crash, and a rollup would otherwise recount the day without it.
 
+What moves: the queue sizes (``crash_report_queues``) of a crash deleted while queued, as a save
+moves them, decided by the same checks so that a deletion racing a save moves them once
+(:func:`_dequeue`): this store's own pointers by the crash row's ``flags:processed`` N -> Y
+(whoever wins it, save or deletion, dequeues them), any other pointer by its own check, a
+pending priority request by its flag's stamp -> empty.  Else ``queue_sizes()`` would show the
+crash queued until ``reconcile-queue``, and every empty poll would scan.
+
 Order: the crash row goes first.  A pointer left behind by a failure half-way is an orphan that
 readers skip and ``verify-indexes --repair`` deletes; the crash data itself is gone at once.
 Pointers are found from the crash's own cells (submitted time, signature, hang id, priority
 request), so deleting one crash never scans an index.
 """
 
+import logging
+
 from ..backends import RowMutation
-from ..errors import CrashIDNotFound
+from ..errors import BackendError, BackendUnavailable, CrashIDNotFound
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of
 from ..schema.queue_keys import claim_cell, dead_letter_key
-from ..schema.stored import stored_time, time_index_key_forms
+from ..schema.stored import stored_legacy, stored_time, time_index_key_forms
+from . import counters
 from .crashes import unique_crash_ids
+
+_log = logging.getLogger("socorro_store")
 
 _COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_HANG, K.COL_SIGNATURE, K.COL_META]
 _TIME_INDEXES = (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG, K.LEGACY_SUBMITTED_TIME,
@@ -52,6 +64,7 @@ def delete_crashes(backend, crash_ids, missing_ok=False):
             raise CrashIDNotFound(f"no crash {crash_id}")
     if not present:
         return []
+    dequeued = _dequeue(backend, present)
     backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cid), delete_row=True) for cid in present])
     deletes = {table: [] for table in _TIME_INDEXES + (K.SIGNATURE_OOID,)}
     hang_sides = {}
@@ -83,7 +96,43 @@ def delete_crashes(backend, crash_ids, missing_ok=False):
             backend.mutate_rows(table, mutations)
     if hang_sides:
         _delete_hang_sides(backend, hang_sides)
+    if dequeued:
+        try:
+            backend.increment_many(counters.coalesce(dequeued))
+        except (BackendUnavailable, BackendError) as exc:  # the crash is gone: that is what was asked
+            _log.warning("queue counters not moved for deleted crashes (reconcile-queue repairs them): %s", exc)
     return list(present)
+
+
+def _dequeue(backend, present):
+    """The queue counter increments of the crashes of ``present`` (``{crash id: cells}``) that this
+    deletion takes off their queues, each decided by an atomic check (see the module docstring)."""
+    checks, takes = [], {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: []}
+    for crash_id, cells in present.items():
+        row, submitted = K.crash_row_key(crash_id), stored_time(cells[K.COL_SUBMITTED])
+        legacy = stored_legacy(cells.get(K.COL_LEGACY)) == 0
+        own = K.time_index_key(crash_id, submitted) if K.COL_PROCESS_TYPE in cells else None
+        if cells.get(K.COL_PROCESSED) == b"N":
+            if own is not None:
+                checks.append(((row, K.COL_PROCESSED, b"N", {K.COL_PROCESSED: b"Y"}), counters.queue_increments(
+                    deletes_unprocessed=1, deletes_unprocessed_legacy=int(legacy))))
+            for form in time_index_key_forms(crash_id, submitted):
+                if form != own:
+                    for table in (K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG) if legacy else (K.UNPROCESSED_FLAG,):
+                        takes[table].append((form, K.COL_OOID, crash_id.encode("ascii"), {K.COL_OOID: b""}))
+        if cells.get(K.COL_PRIORITY):
+            checks.append(((row, K.COL_PRIORITY, cells[K.COL_PRIORITY], {K.COL_PRIORITY: b""}),
+                           counters.queue_increments(deletes_unprocessed_priority=1)))
+    out = []
+    if checks:
+        won = backend.check_and_put_many(K.CRASH_REPORTS, [item for item, _incs in checks])
+        out += [inc for (_item, incs), applied in zip(checks, won) if applied for inc in incs]
+    for table, counter in ((K.UNPROCESSED_FLAG, "deletes_unprocessed"),
+                           (K.LEGACY_UNPROCESSED_FLAG, "deletes_unprocessed_legacy")):
+        if takes[table]:
+            taken = sum(backend.check_and_put_many(table, takes[table]))
+            out += counters.queue_increments(**{counter: taken})
+    return out
 
 
 def _delete_hang_sides(backend, hang_sides):

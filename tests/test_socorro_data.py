@@ -501,3 +501,32 @@ def test_socorro_and_socorro_store_take_turns(backend_url, backend_kind):
         sizes = store.queue_sizes()
         assert (sizes["standard"], sizes["legacy"]) == (0, 0)
         assert list(store.crashes_by_signature("sig::True")) == [c for c in in_order if signature_of[c] == "sig::True"]
+
+
+def test_deleting_a_crash_removes_socorros_rows_naming_it(backend_url, backend_kind):
+    """Issue 32, defect 1 (privacy): a deletion (and so expiry) removes Socorro's
+    ``signature + crash_id`` pointer and its side of the ``hang_id[0] + time + hang_id`` row,
+    keeping the other side's; afterwards no row in any table names the crash."""
+    from socorro_store.crashstore.deletion import delete_crashes  # noqa: PLC0415
+
+    with open_store(backend_url) as store:
+        store.create_tables()
+        gone, kept = cid("7", 80), cid("8", 81)
+        at = datetime(2016, 9, 18, 9, 30, 15, 250000, tzinfo=UTC)
+        writer = _writer(store, backend_kind, backend_url)
+        try:
+            socorro_submit(writer, gone, at, hang="hang-same-ts", process_type="plugin")
+            socorro_submit(writer, kept, at, hang="hang-same-ts")  # same hang id and time: one row, two sides
+            socorro_2016_save_processed(writer, _socorro_processed(gone, "js::Private"))
+        finally:
+            writer.close()
+        hang_row = stored.socorro_hang_time_key("hang-same-ts", at)
+        assert stored.parse_socorro_hang_time_key(hang_row) == ("hang-same-ts", at)
+        assert set(store.backend.get_row(K.HANG_ID_SUBMITTED_TIME, hang_row).values()) == {gone.encode(), kept.encode()}
+        assert store.backend.get_row(K.SIGNATURE_OOID, stored.socorro_signature_key("js::Private", gone))
+        assert delete_crashes(store.backend, [gone]) == [gone]
+        needle = gone.encode()
+        for table in store.backend.list_tables():
+            for row, cells in store.backend.scan(table):
+                assert needle not in row and not any(needle in c or needle in v for c, v in cells.items()), (table, row)
+        assert store.backend.get_row(K.HANG_ID_SUBMITTED_TIME, hang_row) == {K.hang_column("default"): kept.encode()}

@@ -6,6 +6,9 @@ What goes, for each crash (layouts in :mod:`socorro_store.schema.keys`):
 * its rows in the salted time indexes (submitted_time, unprocessed_flag, legacy_unprocessed_flag,
   legacy_submitted_time, hang_id_submitted_time), its pending priority request, its
   signature_ooid pointer, and its side of the hang-id row;
+* the rows in Socorro's layouts that name it (a store shared with Socorro's code, or migrated
+  from it): its ``signature + crash_id`` signature pointer, and its side of its
+  ``hang_id[0] + time + hang_id`` row in hang_id_submitted_time;
 * its claim histories (cells named after its queue rows in the minute's claim row) and its
   dead-letter record, if any.
 
@@ -32,7 +35,13 @@ from ..errors import BackendError, BackendUnavailable, CrashIDNotFound
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of
 from ..schema.queue_keys import claim_cell, dead_letter_key
-from ..schema.stored import stored_legacy, stored_time, time_index_key_forms
+from ..schema.stored import (
+    socorro_hang_time_key,
+    socorro_signature_key,
+    stored_legacy,
+    stored_time,
+    time_index_key_forms,
+)
 from . import counters
 from .crashes import unique_crash_ids
 
@@ -67,7 +76,7 @@ def delete_crashes(backend, crash_ids, missing_ok=False):
     dequeued = _dequeue(backend, present)
     backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cid), delete_row=True) for cid in present])
     deletes = {table: [] for table in _TIME_INDEXES + (K.SIGNATURE_OOID,)}
-    hang_sides = {}
+    hang_sides, socorro_hang_times = {}, {}
     for crash_id, cells in present.items():
         submitted = stored_time(cells[K.COL_SUBMITTED])  # Socorro's forms too
         # every key form of its pointers: ours, and Socorro's 19-character one (microsecond 0),
@@ -86,16 +95,23 @@ def delete_crashes(backend, crash_ids, missing_ok=False):
             deletes[K.UNPROCESSED_FLAG].append(RowMutation(claim_row, deletes=[column]))
         if K.COL_SIGNATURE in cells:
             signature = cells[K.COL_SIGNATURE].decode("utf-8", "surrogatepass")
-            deletes[K.SIGNATURE_OOID].append(
-                RowMutation(K.signature_index_key(signature, submitted, crash_id), delete_row=True))
+            deletes[K.SIGNATURE_OOID] += [  # ours, and Socorro's ``signature + crash_id``
+                RowMutation(K.signature_index_key(signature, submitted, crash_id), delete_row=True),
+                RowMutation(socorro_signature_key(signature, crash_id), delete_row=True)]
         if cells.get(K.COL_HANG):
+            hang_id = cells[K.COL_HANG].decode("utf-8", "surrogatepass")
             column = K.hang_column(process_type_of(cells.get(K.COL_META, b"{}")))
             hang_sides.setdefault(cells[K.COL_HANG], []).append((column, crash_id.encode("ascii")))
+            if hang_id:  # Socorro's ``hang_id[0] + time + hang_id`` row holds its side too
+                socorro_hang_times.setdefault(socorro_hang_time_key(hang_id, submitted), []).append(
+                    (column, crash_id.encode("ascii")))
     for table, mutations in deletes.items():
         if mutations:
             backend.mutate_rows(table, mutations)
     if hang_sides:
-        _delete_hang_sides(backend, hang_sides)
+        _delete_hang_sides(backend, K.HANG_ID, hang_sides)
+    if socorro_hang_times:
+        _delete_hang_sides(backend, K.HANG_ID_SUBMITTED_TIME, socorro_hang_times)
     if dequeued:
         try:
             backend.increment_many(counters.coalesce(dequeued))
@@ -135,10 +151,11 @@ def _dequeue(backend, present):
     return out
 
 
-def _delete_hang_sides(backend, hang_sides):
-    """Remove each crash's column from its hang-id row (only if it still names that crash); a row
-    left with no side at all goes entirely (its pair marker included)."""
-    rows = backend.get_rows(K.HANG_ID, list(hang_sides), columns=[b"ids"])
+def _delete_hang_sides(backend, table, hang_sides):
+    """Remove each crash's column from its hang row of ``table`` (the hang-id row, or Socorro's
+    ``hang_id_submitted_time`` row), only if it still names that crash; a row left with no side
+    at all goes entirely (the hang-id row's pair marker included)."""
+    rows = backend.get_rows(table, list(hang_sides), columns=[b"ids"])
     mutations = []
     for row, sides in hang_sides.items():
         cells = rows.get(row, {})
@@ -149,4 +166,4 @@ def _delete_hang_sides(backend, hang_sides):
         elif gone:
             mutations.append(RowMutation(row, deletes=gone))
     if mutations:
-        backend.mutate_rows(K.HANG_ID, mutations)
+        backend.mutate_rows(table, mutations)

@@ -167,6 +167,35 @@ def parse_socorro_signature_key(key):
     return key[:-K.CRASH_ID_LEN].decode("utf-8", "replace"), crash_id
 
 
+def socorro_signature_key(signature, crash_id):
+    """Socorro's signature-index key of a crash: ``signature + crash_id`` (``signature`` as
+    stored: ``##empty##`` / ``##null##`` for the special values).  Inverse:
+    :func:`parse_socorro_signature_key`."""
+    return signature.encode("utf-8", "surrogatepass") + K.validate_crash_id(crash_id).encode("ascii")
+
+
+def socorro_hang_time_key(hang_id, moment):
+    """Socorro's ``hang_id_submitted_time`` key of a hang crash submitted at ``moment``:
+    ``hang_id[0] + time + hang_id``, the time in UTC without an offset as Python's isoformat
+    writes it (no fraction at a whole second).  Inverse: :func:`parse_socorro_hang_time_key`."""
+    stamp = K.parse_timestamp(moment).replace(tzinfo=None).isoformat()
+    return (hang_id[0] + stamp + hang_id).encode("utf-8", "surrogatepass")
+
+
+def parse_socorro_hang_time_key(key):
+    """``(hang_id, aware UTC datetime)`` of a key :func:`socorro_hang_time_key` makes."""
+    try:
+        text = key.decode("utf-8", "surrogatepass")
+    except (AttributeError, UnicodeDecodeError):
+        raise InvalidArgument(f"not a Socorro hang time key: {key!r}") from None
+    width = 1 + K.TIMESTAMP_LEN if text[1 + SOCORRO_SHORT_STAMP_LEN:2 + SOCORRO_SHORT_STAMP_LEN] == "." \
+        else 1 + SOCORRO_SHORT_STAMP_LEN
+    hang_id = text[width:]
+    if not hang_id or hang_id[0] != text[0]:
+        raise InvalidArgument(f"not a Socorro hang time key: {key!r}")
+    return hang_id, K.parse_timestamp(text[1:width] + "+00:00")
+
+
 def validate_metrics_row_name(row):
     """A metrics row name as bytes: any name, ours or Socorro's (``crash_report_queue``), as long
     as it is 1-256 bytes of printable UTF-8 without spaces.  InvalidArgument otherwise."""

@@ -70,6 +70,7 @@ def socorro_store(backend_url, backend_kind):
             socorro_submit(writer, ids["happybase"], at["happybase"], happybase_storage=True)
         finally:
             writer.close()
+        store.flush_counters()
         yield store, ids
 
 

@@ -57,6 +57,7 @@ def web_store(tmp_path_factory):
         queued = crash_id("e", rng=rng)
         store.save_raw_crash(raw_crash(queued, BASE_TIME + timedelta(minutes=50)), {}, queued)
         ids["queued"] = queued
+        store.flush_counters()
         yield store, ids
 
 

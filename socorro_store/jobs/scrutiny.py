@@ -307,20 +307,30 @@ def _layout(table, row, column=K.COL_OOID):
 
 def _check_pointer_page(backend, table, page, counts, repair, orphan_age_s, now_ms, drop_foreign, in_range):
     """VALID / ORPHAN / FOREIGN / UNREADABLE of a page of pointers; repair deletes what it may."""
-    judged = [(row, column, cid, newest) for row, column, cid, newest in page if in_range(cid)]
-    crash_ids = {cid for _r, _c, cid, _n in judged if K.is_crash_id(cid)}
+    judged = [(row, column, cid, newest, *_layout(table, row, column))
+              for row, column, cid, newest in page if in_range(cid)]
+    crash_ids = {cid for _r, _c, cid, _n, _l, _o in judged if K.is_crash_id(cid)}
     implied, unreadable, processed = _implied(backend, table, crash_ids, with_processed=True)
-    existing = set(_read_crashes(backend, crash_ids)) if drop_foreign and repair else set()
+    foreign = {cid for _r, _c, cid, _n, layout, _o in judged if layout == "foreign" and K.is_crash_id(cid)}
+    existing = set(_read_crashes(backend, foreign)) if foreign else set()
     if table not in _QUEUE_TABLES:
         processed = set()
     deletes = []
-    for row, column, cid, newest in judged:
-        layout, ours = _layout(table, row, column)
+    for row, column, cid, newest, layout, ours in judged:
         if layout == "foreign":
-            counts["foreign"] += 1
-            if repair and drop_foreign and cid in existing:
-                deletes.append(RowMutation(row, delete_row=True))
-                counts["dropped_foreign"] += 1
+            if cid in existing:  # Socorro's readers use it: kept unless asked
+                counts["foreign"] += 1
+                if repair and drop_foreign:
+                    deletes.append(RowMutation(row, delete_row=True))
+                    counts["dropped_foreign"] += 1
+                continue
+            # a row of Socorro's naming a crash that is gone (deleted, expired): an orphan, and
+            # one that names a crash, so --repair deletes it (a hang row: that side only)
+            counts["orphan"] += 1
+            if repair and now_ms - newest >= orphan_age_s * 1000:
+                deletes.append(RowMutation(row, deletes=[column]) if table == K.HANG_ID_SUBMITTED_TIME else
+                               RowMutation(row, delete_row=True))
+                counts["deleted_orphans"] += 1
             continue
         if layout == "malformed":  # no crash implies it: an orphan, which readers skip
             counts["malformed"] += 1

@@ -531,3 +531,25 @@ def test_deleting_a_crash_removes_socorros_rows_naming_it(backend_url, backend_k
             for row, cells in store.backend.scan(table):
                 assert needle not in row and not any(needle in c or needle in v for c, v in cells.items()), (table, row)
         assert store.backend.get_row(K.HANG_ID_SUBMITTED_TIME, hang_row) == {K.hang_column("default"): kept.encode()}
+
+
+def test_socorros_rows_naming_a_deleted_crash_are_orphans_repair_deletes(backend_url, backend_kind):
+    """Issue 32, defect 1: rows of Socorro's left by a deletion made before the fix (or by any
+    writer) name a crash that is gone: ORPHAN, exit 1, and ``--repair`` deletes them, not FOREIGN."""
+    with open_store(backend_url) as store:
+        store.create_tables()
+        gone = cid("9", 90)
+        at = datetime(2016, 9, 18, 9, 40, 15, 500000, tzinfo=UTC)
+        writer = _writer(store, backend_kind, backend_url)
+        try:
+            socorro_submit(writer, gone, at, hang="hang-left", process_type="plugin")
+            socorro_2016_save_processed(writer, _socorro_processed(gone, "js::Left"))
+        finally:
+            writer.close()
+        store.backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(gone), delete_row=True)])
+        report = scrutiny.verify_indexes(store.backend)
+        for table in (K.SIGNATURE_OOID, K.HANG_ID_SUBMITTED_TIME):
+            assert (report[table]["orphan"], report[table]["foreign"]) == (1, 0), table
+        scrutiny.verify_indexes(store.backend, repair=True, orphan_age_s=0)
+        assert store.backend.get_row(K.SIGNATURE_OOID, stored.socorro_signature_key("js::Left", gone)) == {}
+        assert store.backend.get_row(K.HANG_ID_SUBMITTED_TIME, stored.socorro_hang_time_key("hang-left", at)) == {}

@@ -41,6 +41,7 @@ def _probe(store, seed, minutes=None):
     data = synthetic_crashes(16, date(2016, 9, 18), seed=seed, dump_kb=0, signatures=5)
     _count_minutes(data, minutes)
     store.save_raw_crashes([(raw, dumps, cid) for raw, dumps, cid, _sig in data])
+    store.flush_counters()  # the saves' counters (sent in the background on a remote backend) first
     before = sum(store.backend.calls.values())
     taken = list(store.new_crashes(limit=16, processor_id="probe"))
     spent = sum(store.backend.calls.values()) - before

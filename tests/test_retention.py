@@ -89,3 +89,19 @@ def test_cli_expire_crashes(store, backend_url):
     assert result.exit_code == 0 and json.loads(result.stdout)["deleted"] == 4
     verify = CliRunner().invoke(main, ["--url", backend_url, "verify-indexes", "--json"], catch_exceptions=False)
     assert verify.exit_code == 0, verify.stdout
+
+
+def test_expire_crashes_selects_by_submission_time_not_the_id_date(store):
+    """Issue 32, defect 10: a crash submitted before the cut whose id is dated after it goes too
+    (it survived, its day frozen); one submitted after the cut under an older id stays."""
+    early_late_id = crash_id("2", NEW + timedelta(days=5))  # id dated 2016-09-23, submitted 09-15
+    late_early_id = crash_id("3", OLD)  # id dated 2016-09-15, submitted 09-18
+    store.save_raw_crash(raw_crash(early_late_id, OLD), {}, early_late_id)
+    store.save_raw_crash(raw_crash(late_early_id, NEW), {}, late_early_id)
+    dry = retention.run_expire_crashes(store.backend, CUT, dry_run=True)
+    assert dry["crashes"] == 1
+    report = retention.run_expire_crashes(store.backend, CUT)
+    assert report["deleted"] == 1
+    with pytest.raises(CrashIDNotFound):
+        store.get_raw_crash(early_late_id)
+    assert store.get_raw_crash(late_early_id)["uuid"] == late_early_id

@@ -15,6 +15,10 @@ counters being frozen are exact.
 Which rows: the crash rows of every day (crash-id date) up to and including ``before``'s day that
 holds data (:func:`~socorro_store.jobs.data_days.days_with_data`), read by day prefix with one
 small column (``timestamps:submitted``); a crash goes when its submitted time is before ``before``.
+A crash id's date need not be its submission's (a client names its crash, a collector stamps
+it): a last phase reads the ``submitted_time`` index up to ``before`` (both key layouts,
+:func:`~socorro_store.crashstore.listings.crashes_submitted`), so a crash submitted before it
+whose id is dated after goes too.
 
 A job like the others: one live run (the ``counters`` lease, shared with rollup and expire, and
 the ``indexes`` lease, shared with verify-indexes), a checkpoint after each day (a rerun resumes
@@ -26,7 +30,7 @@ from datetime import date, datetime, time, timedelta, timezone
 
 from ..backends.base import RowMutation
 from ..checks import is_int
-from ..crashstore import deletion
+from ..crashstore import deletion, listings
 from ..errors import InvalidArgument
 from ..schema import keys as K
 from ..schema.stored import stored_time
@@ -76,6 +80,23 @@ def _old_crashes(backend, day, before, page_size, on_page):
         yield page
 
 
+def _expire_page(backend, page, report, dry_run):
+    report["crashes"] += len(page)
+    if not dry_run:
+        report["deleted"] += len(deletion.delete_crashes(backend, page, missing_ok=True))
+
+
+def _pages(items, size):
+    page = []
+    for item in items:
+        page.append(item)
+        if len(page) >= size:
+            yield page
+            page = []
+    if page:
+        yield page
+
+
 def expire_crashes(ctx, backend, before, dry_run=False, page_size=PAGE):
     """The job body (see :func:`run_expire_crashes`)."""
     checkpoint = ctx.checkpoint
@@ -97,12 +118,18 @@ def expire_crashes(ctx, backend, before, dry_run=False, page_size=PAGE):
     for index in range(next_index, len(days)):
         day = K.parse_timestamp(days[index])
         for page in _old_crashes(backend, day, before, page_size, ctx.heartbeat):
-            report["crashes"] += len(page)
-            if not dry_run:
-                report["deleted"] += len(deletion.delete_crashes(backend, page, missing_ok=True))
+            _expire_page(backend, page, report, dry_run)
             ctx.heartbeat()
         ctx.report("days", index + 1, len(days))
         ctx.save({"days": days, "next": index + 1, "report": report}, phase="days")
+    # crashes submitted before ``before`` under an id dated after the days above (those dated
+    # within them were handled there: deleted, or counted in a dry run)
+    scanned_to = (before + timedelta(days=1)).date()  # the days above: crash-id dates before it
+    late = (cid for cid in listings.crashes_submitted(backend, datetime.combine(EPOCH, time(), UTC), before, page_size)
+            if K.crash_date(cid) >= scanned_to)
+    for page in _pages(late, page_size):
+        _expire_page(backend, page, report, dry_run)
+        ctx.heartbeat()
     ctx.add_counts(crashes=report["crashes"], deleted=report["deleted"])
     return report
 

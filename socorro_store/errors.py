@@ -119,8 +119,9 @@ class RecordRefused(StreamCorrupt, InvalidArgument):
     """
 
     def __init__(self, offset, crash_id, problem):
-        self.crash_id = crash_id
-        super().__init__(offset, f"crash record {crash_id!r} refused: {problem}")
+        self.crash_id = crash_id  # None: refused before its crash id could be read
+        named = f"crash record {crash_id!r}" if crash_id is not None else "a record"
+        super().__init__(offset, f"{named} refused: {problem}")
 
 
 class CrashConflict(SocorroStoreError):

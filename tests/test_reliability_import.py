@@ -128,3 +128,57 @@ def test_the_cli_refuses_a_hostile_record_in_one_line_with_exit_2(tmp_path, targ
     assert len(lines) == 1 and "refused" in lines[0] and "Traceback" not in result.stderr
     with open_store(url) as reopened:
         assert reopened.get_unredacted_processed(victim)["signature"] == "victim-signature"
+
+
+def _nested_arrays(n):
+    """``n`` empty arrays in one: a few bytes each, a Python list each once decoded."""
+    return b"\xdd" + n.to_bytes(4, "big") + b"\x90" * n
+
+
+@pytest.mark.parametrize("shape", ["arrays", "deep maps", "wide map"])
+def test_a_small_record_that_decodes_huge_is_refused_before_it_is_built(tmp_path, target, shape):
+    """Issue 32, defect 6: an 8 MB record of nested empty arrays took the import to 611 MB before
+    any check.  No record of this format holds an array, or more than a few small maps: such a
+    record is refused at once (RecordRefused, CLI exit 2, one line), nothing written."""
+    import resource  # noqa: PLC0415
+
+    before = snapshot(target)
+    body = {"arrays": b"\x81\xa1x" + _nested_arrays(8_000_000),
+            "deep maps": b"\x81\xa1a" * 1000 + b"\xc0",
+            "wide map": b"\xdf" + (100_000).to_bytes(4, "big") + b"".join(
+                msgpack.packb(f"k{i}") + b"\xc0" for i in range(100_000))}[shape]
+    stream = pack([{"kind": "header", "format": transfer.FORMAT, "start": DAY.isoformat(),
+                    "end": (DAY + timedelta(days=1)).isoformat(), "crashes": 1, "dumps": True}]) + body
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(RecordRefused) as refused:
+        transfer.import_crashes(target, io.BytesIO(stream))
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
+    assert grown_mb < 50, grown_mb
+    assert "refused" in str(refused.value) and refused.value.crash_id is None
+    assert snapshot(target) == before
+    path = tmp_path / "huge.msgpack"
+    path.write_bytes(stream)
+    url = f"embedded://{tmp_path / 'target'}"
+    target.close()
+    result = subprocess.run([sys.executable, "-m", "socorro_store", "--url", url, "import", str(path)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_raw_crash_nesting_deep_is_refused_on_input(target):
+    """Issue 32, defect 7: a raw crash nesting 100,000 levels ended the import in a RecursionError
+    traceback; it is refused (RecordRefused), and the store refuses it on save as well."""
+    cid = crash_id("c")
+    deep = '{"ProductName": "Firefox", "submitted_timestamp": "2016-09-18T12:00:00+00:00", "x": ' + \
+        "[" * 100_000 + "]" * 100_000 + "}"
+    before = snapshot(target)
+    with pytest.raises(RecordRefused, match="nests too deep"):
+        transfer.import_crashes(target, io.BytesIO(stream_of([{**record(cid), "raw_crash": deep}])))
+    assert snapshot(target) == before
+    nested = {"submitted_timestamp": "2016-09-18T12:00:00+00:00"}
+    for _ in range(100_000):
+        nested = {"x": nested}
+    with pytest.raises(InvalidArgument):
+        target.save_raw_crash({**nested, "submitted_timestamp": "2016-09-18T12:00:00+00:00"}, {}, cid)
+    assert snapshot(target) == before

@@ -38,6 +38,9 @@ from . import rollup, runs
 FORMAT = 1
 _READ_CHUNK = 1 << 20
 _MAX_RECORD = 1 << 30
+#: A record is a map of a few fields, one of them the map of its dumps: these bound any record
+_MAX_MAP_LEN = 256
+_MAX_MAPS_PER_RECORD = 16
 
 
 def _pack(record):
@@ -80,10 +83,33 @@ def export_crashes(backend, start, end, out, dumps=True, progress=None):
     return trailer
 
 
+class _Oversized(Exception):
+    """A record decodes to more than any record of this format (see :class:`_ShapeBudget`)."""
+
+
+class _ShapeBudget:
+    """Bounds what one record may decode to, before it is built: this format's records are maps
+    of strings, bytes and one map of dumps, with no arrays, so a few small maps.  Without it, an
+    8 MB record of nested empty arrays decoded to ~600 MB of Python objects before any check."""
+
+    def __init__(self):
+        self.maps = 0
+
+    def __call__(self, pairs):  # msgpack's object_pairs_hook: called as each map is completed
+        self.maps += 1
+        if self.maps > _MAX_MAPS_PER_RECORD:
+            raise _Oversized(f"more than {_MAX_MAPS_PER_RECORD} maps in one record")
+        return dict(pairs)
+
+
 def _records(stream):
     """Yield ``(offset, record)`` of each msgpack object in ``stream``, then ``(size, None)`` at
-    its end; StreamCorrupt for bytes that are not msgpack or a stream ending inside a record."""
-    unpacker = msgpack.Unpacker(raw=False, max_buffer_size=_MAX_RECORD, strict_map_key=False)
+    its end; StreamCorrupt for bytes that are not msgpack or a stream ending inside a record, or
+    a record whose shape no record of this format has (arrays, many or large maps): its decoded
+    size is bounded by :class:`_ShapeBudget` and the unpacker's limits, not by its bytes."""
+    budget = _ShapeBudget()
+    unpacker = msgpack.Unpacker(raw=False, max_buffer_size=_MAX_RECORD, strict_map_key=False,
+                                max_array_len=0, max_map_len=_MAX_MAP_LEN, object_pairs_hook=budget)
     offset = fed = 0
     while True:
         chunk = stream.read(_READ_CHUNK)
@@ -91,11 +117,18 @@ def _records(stream):
         if chunk:
             unpacker.feed(chunk)
         while True:
+            budget.maps = 0
             try:
                 record = unpacker.unpack()
             except msgpack.OutOfData:
                 break
-            except (ValueError, msgpack.UnpackException, TypeError) as exc:
+            except _Oversized as exc:
+                raise RecordRefused(offset, None, f"no record of this format decodes to that: {exc}") from None
+            except ValueError as exc:
+                if "exceeds max_" in str(exc):  # the unpacker's own limits, set below
+                    raise RecordRefused(offset, None, f"no record of this format decodes to that: {exc}") from None
+                raise StreamCorrupt(offset, f"not msgpack ({type(exc).__name__}: {exc})") from None
+            except (msgpack.UnpackException, TypeError) as exc:
                 raise StreamCorrupt(offset, f"not msgpack ({type(exc).__name__}: {exc})") from None
             yield offset, record
             offset = unpacker.tell()
@@ -125,6 +158,8 @@ def _crash_fields(offset, record):
             raise TypeError("a field has the wrong type")
         raw = json.loads(raw_text)
         processed = json.loads(processed_text) if processed_text is not None else None
+    except RecursionError:
+        raise RecordRefused(offset, str(record.get("crash_id")), "a JSON document nests too deep") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise StreamCorrupt(offset, f"bad crash record: {exc}") from None
     try:

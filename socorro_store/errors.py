@@ -124,6 +124,11 @@ class RecordRefused(StreamCorrupt, InvalidArgument):
         super().__init__(offset, f"{named} refused: {problem}")
 
 
+class UnreadableDocument(SocorroStoreError):
+    """A stored JSON document (a raw or processed crash another client wrote) cannot be read
+    back: it nests deeper than Python's parser goes.  The rest of the crash is readable."""
+
+
 class CrashConflict(SocorroStoreError):
     """A crash id is already stored with another payload (annotations or dumps differ).
 

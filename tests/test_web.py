@@ -335,3 +335,20 @@ def test_cli_serves_until_stopped(web_store, tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_a_crash_another_client_stored_nesting_too_deep_renders(client, web_store):
+    """Issue 32, defect 7: documents this library refuses on input, written by another client,
+    still give a report page (and JSON) naming what cannot be shown, never a 500."""
+    from socorro_store.backends import RowMutation  # noqa: PLC0415
+    from socorro_store.schema import keys as K  # noqa: PLC0415
+
+    store = web_store[0]
+    cid = crash_id("9", rng=random.Random(99))
+    store.save_raw_crash(raw_crash(cid), {}, cid)
+    deep = b'{"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    store.backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cid), {K.COL_META: deep})])
+    page = client.get(f"/report/index/{cid}")
+    assert page.status_code == 200 and "nests too deep to read" in page.get_data(as_text=True)
+    data = client.get(f"/api/report/{cid}").get_json()
+    assert data["raw_crash"] == {} and data["unreadable"] == [f"the raw crash of crash {cid} nests too deep to read"]

@@ -25,7 +25,7 @@ from datetime import date, datetime
 from ..backends import RowMutation
 from ..backends.base import MAX_CELL_BYTES
 from ..checks import is_int
-from ..errors import BackendError, BackendUnavailable, CrashIDNotFound, InvalidArgument
+from ..errors import BackendError, BackendUnavailable, CrashIDNotFound, InvalidArgument, UnreadableDocument
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of, processed_dimension_cells, raw_dimension_cells
 from ..schema.queue_keys import COL_DEAD, COL_DEAD_LETTER, claim_cell, dead_letter_key
@@ -348,11 +348,20 @@ def _crash_cells(backend, crash_id, columns):
     return backend.get_row(K.CRASH_REPORTS, row, columns=columns + [K.COL_OOID])
 
 
+def _stored_document(value, what, crash_id):
+    """A stored JSON document; :class:`UnreadableDocument` for one nesting too deep to parse
+    (written by another client: this library refuses such input)."""
+    try:
+        return json.loads(value)
+    except RecursionError:
+        raise UnreadableDocument(f"the {what} of crash {crash_id} nests too deep to read") from None
+
+
 def get_raw_crash(backend, crash_id):
     cells = _crash_cells(backend, crash_id, [K.COL_META])
     if K.COL_META not in cells:
         raise CrashIDNotFound(f"no raw crash {crash_id}")
-    return json.loads(cells[K.COL_META])
+    return _stored_document(cells[K.COL_META], "raw crash", crash_id)
 
 
 def get_raw_dumps(backend, crash_id):
@@ -390,7 +399,7 @@ def get_unredacted_processed(backend, crash_id):
     cells = _crash_cells(backend, crash_id, [K.COL_PROCESSED_JSON])
     if K.COL_PROCESSED_JSON not in cells or K.COL_OOID not in cells:  # no ids:ooid: no crash (a stub)
         raise CrashIDNotFound(f"no processed crash {crash_id}")
-    return json.loads(cells[K.COL_PROCESSED_JSON])
+    return _stored_document(cells[K.COL_PROCESSED_JSON], "processed crash", crash_id)
 
 
 def redact(document, forbidden_keys):

@@ -38,7 +38,7 @@ def crash_summary(backend, crash_id):
     cells = backend.get_row(K.CRASH_REPORTS, K.crash_row_key(crash_id), columns=[K.COL_META, K.FAMILY_RAW])
     try:
         raw = json.loads(cells.get(K.COL_META, b"{}"))
-    except ValueError:
+    except (ValueError, RecursionError):  # unreadable annotations (another client's): no summary of them
         raw = {}
     raw = raw if isinstance(raw, dict) else {}
     dumps = {K.dump_name_from_column(c): len(v) for c, v in sorted(cells.items())

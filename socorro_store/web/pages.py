@@ -16,7 +16,7 @@ Arguments arrive as the query's strings; a bad one raises
 
 from datetime import datetime, time, timedelta, timezone
 
-from ..errors import CrashIDNotFound, InvalidArgument
+from ..errors import CrashIDNotFound, InvalidArgument, UnreadableDocument
 from ..schema.crash_ids import parse_crash_id
 from ..schema.timeparse import parse_day
 from .charts import bar_chart
@@ -117,7 +117,11 @@ def report(store, crash_id, unredacted=False):
     """
     crash_id = crash_id_of(crash_id)
     summary = store.crash_summary(crash_id)
-    raw = store.get_raw_crash(crash_id)
+    unreadable = []  # documents another client stored that no parser here reads: named, not shown
+    try:
+        raw = store.get_raw_crash(crash_id)
+    except UnreadableDocument as exc:
+        raw, unreadable = {}, [str(exc)]
     hidden = {key.lower() for key in store.forbidden_keys if "." not in key}
     if not unredacted:
         raw = {key: value for key, value in raw.items() if key.lower() not in hidden}
@@ -125,5 +129,7 @@ def report(store, crash_id, unredacted=False):
         processed = store.get_unredacted_processed(crash_id) if unredacted else store.get_processed(crash_id)
     except CrashIDNotFound:
         processed = None  # not processed yet
+    except UnreadableDocument as exc:
+        processed, unreadable = None, unreadable + [str(exc)]
     return {"crash_id": crash_id, "state": summary, "raw_crash": raw, "processed_crash": processed,
-            "dumps": summary["dumps"], "unredacted": unredacted}
+            "dumps": summary["dumps"], "unredacted": unredacted, "unreadable": unreadable}

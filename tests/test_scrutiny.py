@@ -121,12 +121,27 @@ def test_repair_does_not_requeue_a_crash_processed_during_the_check(embedded_url
 
 
 def test_verify_indexes_reports_progress(loaded):
-    backend, _specs = loaded
+    backend, _specs = loaded  # crashes of 2016-12-30 to 2017-01-01
     seen = []
     scrutiny.run_verify_indexes(backend, progress=lambda phase, done, total: seen.append((phase, done, total)))
     assert seen[0] == ("crash rows", 1, 1) and seen[-1] == ("indexes", 7, 7)
     assert [done for phase, done, _t in seen if phase == "indexes"] == list(range(1, 8))
     seen.clear()
-    scrutiny.run_verify_indexes(backend, since="2016-09-18", until="2016-09-21",
+    scrutiny.run_verify_indexes(backend, since="2016-09-18", until="2017-01-05",
                                 progress=lambda phase, done, total: seen.append((phase, done, total)))
-    assert [s for s in seen if s[0] == "days"] == [("days", 1, 3), ("days", 2, 3), ("days", 3, 3)]
+    days = len({spec["submitted"].date() for spec in _specs})  # only the days holding data are read
+    assert [s for s in seen if s[0] == "days"] == [("days", n, days) for n in range(1, days + 1)]
+
+
+def test_verify_since_walks_only_days_with_data(embedded_url):
+    """Issue 32, defect 12: ``--since`` far back on a store holding a few crashes costs the days
+    that hold data, not 16 scans for every calendar day since (5 minutes through serve)."""
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        specs = make_crashes(8)
+        ingest(store, specs)
+        calls = store.backend.calls.copy()
+        report = scrutiny.verify_indexes(store.backend, since="2001-01-01", until="2017-01-05")
+        scans = store.backend.calls["scan"] - calls["scan"]
+        assert report[K.SUBMITTED_TIME]["valid"] == 8 and report[K.SUBMITTED_TIME]["missing"] == 0
+        assert scans < 1000, scans  # 16 salts x 5,843 days walked: 93,488

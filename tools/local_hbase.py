@@ -322,13 +322,13 @@ class LocalHBase:
         self.lib = fetch_jars(self.version, log=self.log)
         self._configure()
         began = time.monotonic()
-        if self.master is None or self.master.poll() is not None:
-            self.start_master()
-        if self.thrift is None or self.thrift.poll() is not None:
-            self.start_thrift()
-        if self.with_thrift2 and (self.thrift2 is None or self.thrift2.poll() is not None):
-            self.start_thrift2()  # beside Thrift1: the two JVMs start in parallel
-        try:
+        try:  # whatever fails (a Thrift server that cannot start, Ctrl-C), nothing started outlives it
+            if self.master is None or self.master.poll() is not None:
+                self.start_master()
+            if self.thrift is None or self.thrift.poll() is not None:
+                self.start_thrift()
+            if self.with_thrift2 and (self.thrift2 is None or self.thrift2.poll() is not None):
+                self.start_thrift2()  # beside Thrift1: the two JVMs start in parallel
             self.wait_ready(began + timeout_s)
             if self.with_thrift2:
                 self.wait_thrift2(began + timeout_s)
@@ -436,10 +436,25 @@ class LocalHBase:
         self._end(self.master, signal.SIGKILL, 10)
 
     def stop(self, grace_s=30):
-        """SIGTERM the Thrift servers, then the master (SIGKILL after ``grace_s`` each)."""
-        for proc in [*self.extra_thrift, self.thrift, self.thrift2]:
-            self._end(proc, signal.SIGTERM, grace_s)
-        self._end(self.master, signal.SIGTERM, grace_s)
+        """SIGTERM the Thrift servers, then the master (SIGKILL after ``grace_s`` each).
+
+        Each runs in its own session (a Ctrl-C at the terminal reaches none of them), so an
+        interruption while stopping (a second Ctrl-C inside a wait) must not leave any running:
+        whatever is still alive then is SIGKILLed before the interruption goes on.
+        """
+        procs = [*self.extra_thrift, self.thrift, self.thrift2, self.master]
+        try:
+            for proc in procs[:-1]:
+                self._end(proc, signal.SIGTERM, grace_s)
+            self._end(self.master, signal.SIGTERM, grace_s)
+        except BaseException:
+            for proc in procs:
+                if proc is not None and proc.poll() is None:
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            raise
 
     def __enter__(self):
         return self.start()

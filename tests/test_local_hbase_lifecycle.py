@@ -1,0 +1,65 @@
+"""Issue 32, defect 11: nothing ``tools/local_hbase.py`` starts may outlive it.
+
+Its JVMs run in sessions of their own (a terminal's Ctrl-C reaches none of them), so a failure
+while starting, or a second Ctrl-C while stopping, used to leave the master running.  Stand-in
+processes (``sleep`` in a session of its own, as the JVMs are started) take the JVMs' places.
+"""
+
+import signal
+import subprocess
+
+import pytest
+from local_hbase import LocalHBase
+
+
+def _stand_in():
+    return subprocess.Popen(["sleep", "300"], start_new_session=True)
+
+
+@pytest.fixture
+def hbase(tmp_path, monkeypatch):
+    local = LocalHBase(tmp_path, log=lambda msg: None)
+    monkeypatch.setattr("local_hbase.fetch_jars", lambda version, log=None: tmp_path)
+    monkeypatch.setattr(local, "_configure", lambda: None)
+    started = []
+    yield local, started
+    for proc in started:  # whatever a failing test left: never outlive the test either
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_thrift_server_that_cannot_start_takes_the_master_down(hbase, monkeypatch):
+    local, started = hbase
+
+    def start_master():
+        local.master = _stand_in()
+        started.append(local.master)
+
+    def start_thrift():
+        raise OSError("no java for the Thrift server")
+
+    monkeypatch.setattr(local, "start_master", start_master)
+    monkeypatch.setattr(local, "start_thrift", start_thrift)
+    with pytest.raises(OSError):
+        local.start(timeout_s=5)
+    assert started and all(proc.poll() is not None for proc in started)
+
+
+def test_a_second_ctrl_c_while_stopping_still_ends_every_process(hbase, monkeypatch):
+    local, started = hbase
+    local.master, local.thrift = _stand_in(), _stand_in()
+    started += [local.master, local.thrift]
+    real_end = LocalHBase._end
+
+    def interrupted_end(proc, sig, grace_s):
+        if proc is local.thrift:  # the first wait, on the Thrift server, is interrupted
+            raise KeyboardInterrupt
+        real_end(proc, sig, grace_s)
+
+    monkeypatch.setattr(LocalHBase, "_end", staticmethod(interrupted_end))
+    with pytest.raises(KeyboardInterrupt):
+        local.stop(grace_s=5)
+    for proc in started:
+        proc.wait(5)
+        assert proc.returncode == -signal.SIGKILL

@@ -163,3 +163,37 @@ def test_the_top_level_help_names_all_three_store_kinds():
     text = result.stdout
     for words in ("embedded://", "hbase://", "bigtable://", "Bigtable", "SOCORRO_STORE_URL"):
         assert words in text, words
+
+
+# -- the same output flags everywhere, and the same answer to an unknown signature -----------------
+
+def test_signatures_top_takes_every_list_format(url):
+    """``signatures top --table`` was refused although the README says list commands take it."""
+    import csv  # noqa: PLC0415
+    import json  # noqa: PLC0415
+
+    report = json.loads(ok(run(url, "signatures", "top", "--day", DAY, "--limit", "5", "--json")))
+    names = [item["signature"] for item in report["signatures"]]
+    table = ok(run(url, "signatures", "top", "--day", DAY, "--limit", "5", "--table")).splitlines()
+    assert table[0].split()[:3] == ["rank", "signature", "count"] and set(table[1]) <= {"-", " "}
+    assert len(table) == 2 + len(names)
+    rows = list(csv.reader(ok(run(url, "signatures", "top", "--day", DAY, "--limit", "5", "--csv")).splitlines()))
+    assert rows[0] == ["rank", "signature", "count", "share", "previous_rank", "previous_count", "movement"]
+    assert [row[1] for row in rows[1:]] == names
+    lines = ok(run(url, "signatures", "top", "--day", DAY, "--limit", "5", "--nl")).splitlines()
+    assert [json.loads(line)["signature"] for line in lines] == names
+
+
+def test_crash_raw_and_processed_take_json(url):
+    import json  # noqa: PLC0415
+
+    crash_id = ok(run(url, "crashes", "list", "--day", DAY, "--limit", "1")).strip()
+    for command in ("raw", "processed"):
+        assert json.loads(ok(run(url, "crash", command, crash_id, "--json")))["uuid"] == crash_id
+
+
+def test_an_unknown_signature_is_not_found_in_a_list_as_in_show(url):
+    """``crashes list --signature No::Such`` printed nothing and exited 0 where ``signatures
+    show No::Such`` exits 1: both say the signature is unknown (a typo), exit 1."""
+    for args in (["crashes", "list", "--day", DAY, "--signature", "No::Such"], ["signatures", "show", "No::Such"]):
+        assert "No::Such" in fails(run(url, *args), 1)

@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from ..errors import InvalidArgument, InvalidCrashID
+from ..errors import InvalidArgument, InvalidCrashID, NotFound
 from ..schema.crash_ids import parse_crash_id
 from ..schema.timeparse import FIRST_DAY, parse_day, parse_timestamp
 from .common import echo_json, emit_list, list_format_options, open_existing_store
@@ -87,8 +87,9 @@ def show(ctx, crash_id, as_json):
 
 @crash_group.command("raw")
 @click.argument("crash_id", type=CRASH_ID)
+@click.option("--json", "as_json", is_flag=True, help="JSON (what it prints anyway: every command takes --json).")
 @click.pass_context
-def raw(ctx, crash_id):
+def raw(ctx, crash_id, as_json):
     """Print the raw crash (annotations) as JSON."""
     with open_existing_store(ctx) as store:
         echo_json(store.get_raw_crash(crash_id))
@@ -97,8 +98,9 @@ def raw(ctx, crash_id):
 @crash_group.command("processed")
 @click.argument("crash_id", type=CRASH_ID)
 @click.option("--unredacted", is_flag=True, help="Keep the forbidden keys (email, url, …).")
+@click.option("--json", "as_json", is_flag=True, help="JSON (what it prints anyway: every command takes --json).")
 @click.pass_context
-def processed(ctx, crash_id, unredacted):
+def processed(ctx, crash_id, unredacted, as_json):
     """Print the processed crash as JSON (redacted unless --unredacted)."""
     with open_existing_store(ctx) as store:
         echo_json(store.get_unredacted_processed(crash_id) if unredacted else store.get_processed(crash_id))
@@ -191,6 +193,10 @@ def list_command(ctx, day, start, end, signature, limit, fmt):
     --table also each crash's submitted time, signature and state."""
     start, end = time_range(day, start, end)
     with open_existing_store(ctx) as store:
+        if signature is not None and not store.get_signature_counters(signature):
+            # as `signatures show`: a signature never counted is a typo, not an empty result
+            raise NotFound(f"no counters for signature {signature!r} (`socorro-store signatures top` lists "
+                           "the signatures of a period)")
         items = iter(store.list_crashes(start, end, signature, limit, details=fmt is not None))
         first = next(items, None) if fmt is not None else None  # its keys are the columns
         columns = sorted(first) if first else ["crash_id"]

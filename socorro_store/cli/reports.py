@@ -8,7 +8,7 @@ from ..crashstore.reports import DEFAULT_TOP
 from ..errors import InvalidArgument, NotFound
 from ..schema.keys import parse_metrics_row
 from ..schema.timeparse import date_problem
-from .common import echo_json, open_existing_store
+from .common import echo_json, emit_list, list_format_options, open_existing_store
 from .crash import range_options, time_range
 
 BAR_WIDTH = 40
@@ -55,37 +55,30 @@ def _dimension_options(command):
     return click.option("--product", default=None, metavar="P", help="Only crashes of this product.")(command)
 
 
+_TOP_COLUMNS = ["rank", "signature", "count", "share", "previous_rank", "previous_count", "movement"]
+
+
 @signatures_group.command("top")
 @range_options
 @_dimension_options
 @click.option("--limit", type=click.IntRange(1), default=DEFAULT_TOP, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--csv", "as_csv", is_flag=True, help="CSV: rank,signature,count,share,previous_rank,movement.")
+@list_format_options
 @click.pass_context
-def top(ctx, day, start, end, product, version, os_name, limit, as_json, as_csv):
+def top(ctx, day, start, end, product, version, os_name, limit, fmt):
     """Top crashers of the period, with their rank in the period before (from the counters);
-    of one product, version (with --product) or OS when asked."""
-    if as_json and as_csv:
-        raise click.UsageError("give --json or --csv, not both")
+    of one product, version (with --product) or OS when asked.  --json prints the whole report;
+    --nl, --csv and --table its rows (rank, signature, count, share, previous rank and count,
+    movement)."""
     if version is not None and product is None:
         raise click.UsageError("--version needs --product (versions are per product)")
     start, end = time_range(day, start, end)
     with open_existing_store(ctx) as store:
         report = store.top_signatures(start, end, limit, product=product, version=version, os=os_name)
-    if as_json:
+    if fmt == "json":
         echo_json(report)
         return
-    if as_csv:
-        import csv
-        import io
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["rank", "signature", "count", "share", "previous_rank", "previous_count", "movement"])
-        for item in report["signatures"]:
-            writer.writerow([item["rank"], item["signature"], item["count"], item["share"],
-                             item["previous_rank"] if item["previous_rank"] is not None else "",
-                             item["previous_count"], item["movement"]])
-        click.echo(out.getvalue(), nl=False)
+    if fmt is not None:
+        emit_list(report["signatures"], fmt, _TOP_COLUMNS, str)
         return
     dimension = report.get("dimension")
     if dimension:

@@ -44,6 +44,7 @@ from ..schema.stored import (
 )
 from . import counters
 from .crashes import unique_crash_ids
+from .states import queue_pointer_forms
 
 _log = logging.getLogger("socorro_store")
 
@@ -127,15 +128,14 @@ def _dequeue(backend, present):
     for crash_id, cells in present.items():
         row, submitted = K.crash_row_key(crash_id), stored_time(cells[K.COL_SUBMITTED])
         legacy = stored_legacy(cells.get(K.COL_LEGACY)) == 0
-        own = K.time_index_key(crash_id, submitted) if K.COL_PROCESS_TYPE in cells else None
+        own, others = queue_pointer_forms(crash_id, submitted, K.COL_PROCESS_TYPE in cells)
         if cells.get(K.COL_PROCESSED) == b"N":
             if own is not None:
                 checks.append(((row, K.COL_PROCESSED, b"N", {K.COL_PROCESSED: b"Y"}), counters.queue_increments(
                     deletes_unprocessed=1, deletes_unprocessed_legacy=int(legacy))))
-            for form in time_index_key_forms(crash_id, submitted):
-                if form != own:
-                    for table in (K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG) if legacy else (K.UNPROCESSED_FLAG,):
-                        takes[table].append((form, K.COL_OOID, crash_id.encode("ascii"), {K.COL_OOID: b""}))
+            for form in others:
+                for table in (K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG) if legacy else (K.UNPROCESSED_FLAG,):
+                    takes[table].append((form, K.COL_OOID, crash_id.encode("ascii"), {K.COL_OOID: b""}))
         if cells.get(K.COL_PRIORITY):
             checks.append(((row, K.COL_PRIORITY, cells[K.COL_PRIORITY], {K.COL_PRIORITY: b""}),
                            counters.queue_increments(deletes_unprocessed_priority=1)))

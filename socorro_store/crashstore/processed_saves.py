@@ -79,7 +79,7 @@ from ..schema.queue_keys import dead_letter_key
 from ..schema.stored import time_index_key_forms
 from . import counters
 from .queue import claims_done_mutations, put_if_crash_exists
-from .states import COL_DEAD_LETTERED, read_states
+from .states import COL_DEAD_LETTERED, queue_pointer_forms, read_states
 
 FLAG_UNPROCESSED = b"N"
 
@@ -128,16 +128,16 @@ class Plan:
         dimension_cells = {**state.get("raw_dimensions", {}), **crash.puts}  # processed values win
         # The queue pointers go every time, not only on first processing: deletes are idempotent,
         # and a retry after a save whose clean-up failed must not leave the crash queued forever.
-        own_form = K.time_index_key(crash.crash_id, submitted) if state.get("own_pointers") else None
+        own_form, others = queue_pointer_forms(crash.crash_id, submitted, state.get("own_pointers"))
         for form in time_index_key_forms(crash.crash_id, submitted):  # Socorro's 19-char keys too
             self.cleanup[K.UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
             self.claims_done.append(form)
             if legacy:
                 self.cleanup[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
-            if form != own_form:  # a pointer another writer may take: taken by its own check
-                self.takes[K.UNPROCESSED_FLAG].append(form)
-                if legacy:
-                    self.takes[K.LEGACY_UNPROCESSED_FLAG].append(form)
+        for form in others:  # a pointer another writer may take: taken by its own check
+            self.takes[K.UNPROCESSED_FLAG].append(form)
+            if legacy:
+                self.takes[K.LEGACY_UNPROCESSED_FLAG].append(form)
         # Whatever the state said: a dead-lettering may have happened since it was read.
         self.cleanup[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash.crash_id), delete_row=True))
         row_deletes = [COL_DEAD_LETTERED]

@@ -7,7 +7,7 @@ save) and by :mod:`crashes` (saving, reprocessing requests, ``get_processing_sta
 from ..errors import CrashIDNotFound
 from ..schema import keys as K
 from ..schema.crash_facts import COL_PRODUCT, COL_VERSION
-from ..schema.stored import stored_legacy, stored_processed, stored_time
+from ..schema.stored import stored_legacy, stored_processed, stored_time, time_index_key_forms
 
 #: ``flags:dead_lettered``: the failed attempts of a crash the queue stopped handing out (our
 #: addition; see :mod:`socorro_store.schema.queue_keys`).
@@ -40,6 +40,17 @@ def crash_state(cells, crash_id):
         # the raw crash's product and version: a processed crash without its own falls back to them
         "raw_dimensions": {column: cells[column] for column in RAW_DIMENSION_COLUMNS if column in cells},
     }
+
+
+def queue_pointer_forms(crash_id, submitted, own_pointers):
+    """``(own form or None, [other forms])`` of a crash's queue pointer keys.
+
+    The own form is the one key this store's collector wrote (for a crash row holding
+    ``flags:process_type``): its dequeue is decided by the crash row's ``flags:processed``
+    N -> Y.  The others (Socorro's 19-character form; every form of a crash Socorro's collector
+    wrote) may be taken by another writer, each by a check of its own."""
+    own = K.time_index_key(crash_id, submitted) if own_pointers else None
+    return own, [form for form in time_index_key_forms(crash_id, submitted) if form != own]
 
 
 def read_states(backend, crash_ids):

@@ -280,7 +280,8 @@ def test_reprocessing_moves_the_signature(store):
     store.save_processed(processed(cid, signature="new"))
     assert list(store.crashes_by_signature("old")) == []
     assert list(store.crashes_by_signature("new")) == [cid]
-    assert set(store.get_signature_counters("old").values()) == {0}
+    # the move cancels the first count: zeros, or no cell at all where the two were coalesced
+    assert set(store.get_signature_counters("old").values()) <= {0}
     assert set(store.get_signature_counters("new").values()) == {1}
     assert list(store.backend.scan(K.UNPROCESSED_FLAG, prefix=K.PRIORITY_PREFIX)) == []
     assert store.get_processing_state(cid)["priority_processing"] is False

@@ -462,6 +462,22 @@ class KeyRange:
     high: bytes = None
     high_inclusive: bool = False
 
+    def scan_rows(self, reverse=False, resume_after=None):
+        """``(start row, stop row)`` of an HBase scan covering this range (from ``resume_after``,
+        inclusive, if set), None where unbounded.  A forward scan's start row is inclusive and
+        its stop row exclusive; a reversed scan's stop row is exclusive.  Bounds these cannot
+        express exactly are widened: trim the rows with :meth:`contains`."""
+        low, high = self.low, self.high
+        if reverse:
+            start, stop = resume_after or high, None
+            if low is not None:  # stop just below an inclusive low bound
+                stop = low if not self.low_inclusive else (low[:-1] if low[-1] == 0 else
+                                                           low[:-1] + bytes([low[-1] - 1]))
+        else:
+            start = resume_after or (low if low is None or self.low_inclusive else low + b"\x00")
+            stop = high if high is None or not self.high_inclusive else high + b"\x00"
+        return start, stop
+
     def contains(self, row):
         if self.low is not None and (row < self.low or (row == self.low and not self.low_inclusive)):
             return False

@@ -71,16 +71,6 @@ def _thrift_scan(key_range, reverse, resume_after, columns, timestamp, page_size
     Bounds Thrift cannot express exactly are widened here and trimmed by the caller with
     ``KeyRange.contains``.
     """
-    low, high = key_range.low, key_range.high
-    if reverse:
-        start = resume_after or high
-        stop = None
-        if low is not None:
-            # Reversed stop rows are exclusive; stop just below an inclusive low bound.
-            stop = low if not key_range.low_inclusive else (low[:-1] if low[-1] == 0 else
-                                                            low[:-1] + bytes([low[-1] - 1]))
-    else:
-        start = resume_after or (low if low is None or key_range.low_inclusive else low + b"\x00")
-        stop = high if high is None or not key_range.high_inclusive else high + b"\x00"
+    start, stop = key_range.scan_rows(reverse, resume_after)
     return thrift.TScan(startRow=start or b"", stopRow=stop or None, columns=columns,
                         timestamp=timestamp, caching=page_size, sortColumns=False, reversed=reverse)

@@ -528,15 +528,6 @@ def _tscan(key_range, reverse, resume_after, tcolumns, timestamp, rows):
     ``KeyRange.contains``: a reversed scan's stop row is exclusive, a forward scan's start row
     inclusive.
     """
-    low, high = key_range.low, key_range.high
-    if reverse:
-        start = resume_after or high
-        stop = None
-        if low is not None:
-            stop = low if not key_range.low_inclusive else (low[:-1] if low[-1] == 0 else
-                                                            low[:-1] + bytes([low[-1] - 1]))
-    else:
-        start = resume_after or (low if low is None or key_range.low_inclusive else low + b"\x00")
-        stop = high if high is None or not key_range.high_inclusive else high + b"\x00"
+    start, stop = key_range.scan_rows(reverse, resume_after)
     return hbase2.TScan(startRow=start or None, stopRow=stop or None, columns=tcolumns, caching=rows,
                         timeRange=_time_range(timestamp), reversed=reverse or None)

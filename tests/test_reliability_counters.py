@@ -163,3 +163,42 @@ def test_a_retry_after_failed_queue_deletes_leaves_the_counters_exact(embedded_u
         assert store.get_processing_state(cid)["queues"] == []
         assert sum(store.live_counters.failures.values()) == 0
         store.backend = flaky._backend
+
+
+class FailingCrashRowWrite:
+    """A backend without an atomic multi-cell check-and-put (HBase's Thrift1) whose next
+    crash-row write (the check-and-put on ``ids:ooid``) fails after writing nothing."""
+
+    atomic_check_and_put = False
+
+    def __init__(self, backend):
+        self._backend, self.armed = backend, True
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def check_and_put_many(self, table, items):
+        if self.armed and table == K.CRASH_REPORTS and items[0][1] == K.COL_OOID:
+            self.armed = False
+            raise BackendUnavailable("crash row write failed")
+        return self._backend.check_and_put_many(table, items)
+
+
+def test_a_failed_crash_row_write_leaves_the_first_processing_to_the_retry(embedded_url):
+    """The N -> Y check follows the crash row: it never marks processed a crash whose processed
+    data was not written, so the retry is the first processing and counts it once."""
+    with open_store(embedded_url, background_counters=False) as store:
+        store.create_tables()
+        cid = crash_id("f")
+        _store_with(store, cid, legacy=0)
+        store.backend = failing = FailingCrashRowWrite(store.backend)
+        with pytest.raises(BackendUnavailable):
+            store.save_processed_crashes([processed(cid)])
+        state = store.get_processing_state(cid)
+        assert not state["processed"] and state["signature"] is None
+        store.save_processed_crashes([processed(cid)])  # the retry
+        store.backend = failing._backend
+        assert store.get_processing_state(cid)["processed"] and _daily(store) == 1
+        sizes = store.queue_sizes()
+        assert (sizes["standard"], sizes["legacy"], sizes["processed_legacy"]) == (0, 0, 1)
+        assert sum(store.live_counters.failures.values()) == 0

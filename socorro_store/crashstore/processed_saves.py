@@ -40,18 +40,18 @@ Write order, each step one round trip on the critical path (its calls go out at 
 
 1. the signature pointer (harmless side first);
 2. the crash row, conditional on it still naming its crash (:func:`~.queue.put_if_crash_exists`:
-   a deleted crash stays deleted, :class:`~socorro_store.errors.CrashDeleted`), and beside it
-   the transitions above (one ``check_and_put_many``): they check and write other cells, so
-   neither waits for the other.  A save whose crash turns out deleted counts nothing, even for
-   a transition that applied (it applied before the deletion, which removed it).  Where a
+   a deleted crash stays deleted, :class:`~socorro_store.errors.CrashDeleted`).  Where a
    multi-cell check-and-put is atomic (embedded, Bigtable, HBase's Thrift2), a first processing
    writes its whole row by its ``flags:processed`` N -> Y check instead, which also proves the
    crash exists (:func:`_write_first_processings`): one check for the two.  On HBase's Thrift1
    only the first cell is atomic with a check, and that cell must be the processed JSON, so the
-   two checks stay apart there (two calls, one round trip);
-3. the pointer checks of pointers another writer may take, both queue tables at once (none for
-   a crash this store collected); they come after the crash row, as a pointer taken before it
-   would leave a crash out of the queue unprocessed;
+   two checks stay apart there;
+3. once the row is written, the transitions above (one ``check_and_put_many``) and, beside them,
+   the pointer checks of pointers another writer may take (both queue tables at once; none for a
+   crash this store collected).  The transitions never go beside the row: one that applied
+   while the row's write failed would leave the crash flagged processed (or its signature
+   moved) with no processed data, and the retry would find the flag set and count nothing.  A
+   pointer taken before the row would leave a crash out of the queue unprocessed;
 4. the counters (handed to the store's live counters, sent in the background on a remote
    backend), and beside them one ``mutate_tables``: the queue pointers and their claim
    histories (``done``), a stale signature pointer, the served priority request's queue row
@@ -61,7 +61,8 @@ Write order, each step one round trip on the critical path (its calls go out at 
    every save of the crash; the counts are decided before them, so their failure loses none.
 
 So a first processing of a crash this store collected costs, per group, four round trips on
-Thrift1 (three where the check-and-put is atomic), and two check-and-puts per crash (one).
+Thrift1 (three where the check-and-put is atomic: step 3 has nothing to send), and two
+check-and-puts per crash (one).
 
 Upgrading: a save by an older version of this library takes our-form pointers by their own
 check, which a save by this version no longer empties; with both versions processing one
@@ -193,26 +194,23 @@ def _write_processed(backend, crashes, live_counters, known):
         states.update(read_states(backend, unknown))
     plans = [Plan(crash, states[crash.crash_id]) for crash in crashes]
     backend.mutate_rows(K.SIGNATURE_OOID, [p.sig_put for p in plans])  # the pointer first
-    increments, fresh = [], []
     written = _write_first_processings(backend, plans, live_counters) if backend.atomic_check_and_put else set()
-    deleted, won = _write_crash_rows(backend, [p for p in plans if id(p) not in written], plans, live_counters)
-    if deleted:
-        # Deleted since its state was read (a processor held it through a privacy deletion): the
-        # pointer just written goes, and nothing else of the save is written or counted.
-        backend.mutate_rows(K.SIGNATURE_OOID, [RowMutation(p.sig_put.row, delete_row=True)
-                                               for p in plans if p.crash.crash_id in deleted])
-        plans = [p for p in plans if p.crash.crash_id not in deleted]
-    for plan in plans:
+    increments, fresh, failed, deleted = [], [], None, []
+    stored = [p for p in plans if id(p) in written]  # the plans whose counts are decided so far
+    try:
+        deleted = put_if_crash_exists(backend, [p.row for p in plans if id(p) not in written])
+        gone = [p for p in plans if p.crash.crash_id in deleted]
+        plans = stored = [p for p in plans if p.crash.crash_id not in deleted]
+        if gone:
+            # Deleted since its state was read (a processor held it through a privacy deletion):
+            # the pointer just written goes, and nothing else of the save is written or counted.
+            backend.mutate_rows(K.SIGNATURE_OOID, [RowMutation(p.sig_put.row, delete_row=True) for p in gone])
+        _decide_transitions(backend, plans, live_counters, increments, fresh)
+    except (BackendUnavailable, BackendError) as exc:
+        failed = exc  # what was decided before the failure is still sent
+    for plan in stored:
         increments += plan.increments
         fresh += plan.fresh
-        for check in won.get(id(plan), ()):
-            increments += check[4]
-            fresh += check[5]
-    failed = None
-    try:
-        increments += _take_pointers(backend, plans, live_counters)
-    except (BackendUnavailable, BackendError) as exc:
-        failed = exc  # what the crash-row checks decided is still sent
     calls = [lambda: live_counters.send(
         increments, lambda: counters.first_seen(backend, fresh, live_counters.seen_markers))]
     if failed is None and plans:
@@ -227,12 +225,16 @@ def _write_processed(backend, crashes, live_counters, known):
     return sorted(deleted)
 
 
-def _write_crash_rows(backend, unwritten, plans, live_counters):
-    """Write the crash rows of the ``unwritten`` plans where their crash still exists, and decide
-    the transitions of every plan (its remaining ``checks``), both at once: they touch different
-    cells, so no order between them is needed.  Returns ``(deleted crash ids, {id(plan): [checks
-    won]})``; a plan whose crash was deleted counts nothing, even where its checks won (they
-    applied before the deletion, which removed what they wrote).
+def _decide_transitions(backend, plans, live_counters, increments, fresh):
+    """Send the plans' transition checks (their remaining ``checks``) and their pointer takes at
+    once, once their crash rows are written; add the increments of what this save won to
+    ``increments`` (its first-seen candidates to ``fresh``), even when a call failed.  Raises the
+    first failure, after every call ended.
+
+    They follow the crash row, never go beside it: a transition that applied while the row's
+    write failed would leave the crash flagged processed (or its signature moved) with no
+    processed data, and a retry would find the flag set and count nothing.  The checks and the
+    takes touch different rows, so neither waits for the other.
     """
     checks = [(plan, check) for plan in plans for check in plan.checks]
     decided = {}
@@ -245,20 +247,16 @@ def _write_crash_rows(backend, unwritten, plans, live_counters):
             live_counters.tally("uncertain", sum(len(check[4]) for _plan, check in checks))
             raise
 
-    calls = [lambda: put_if_crash_exists(backend, [p.row for p in unwritten])]
+    calls = [lambda: increments.extend(_take_pointers(backend, plans, live_counters))]
     if checks:
         calls.append(decide)
     try:
-        deleted = backend.overlap(calls)[0]
-    except (BackendUnavailable, BackendError):
-        if "won" in decided:  # the rows failed, the transitions are stored: a retry counts nothing
-            live_counters.tally("uncertain", sum(len(check[4]) for (_p, check), ok in zip(checks, decided["won"]) if ok))
-        raise
-    won = {}
-    for (plan, check), applied in zip(checks, decided.get("won", ())):
-        if applied:
-            won.setdefault(id(plan), []).append(check)
-    return deleted, won
+        backend.overlap(calls)
+    finally:
+        for (_plan, check), applied in zip(checks, decided.get("won", ())):
+            if applied:
+                increments += check[4]
+                fresh += check[5]
 
 
 def _write_first_processings(backend, plans, live_counters):

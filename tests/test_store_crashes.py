@@ -196,6 +196,46 @@ def test_a_hang_pair_counts_at_its_later_side_whichever_side_saves_last(store):
     assert store.get_metrics("2016-09-18").get(column) == 1
 
 
+class _DetectsBeforeCrashRows:
+    """Wraps a backend: just before the next crash-row write (the pointers are stored), runs the
+    hang-pair detection of the other side, as a background counter sender may."""
+
+    def __init__(self, store, hang_id):
+        self._backend, self._store, self._hang_id, self.ran = store.backend, store, hang_id, False
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def mutate_rows(self, table, mutations, timestamp=None):
+        from types import SimpleNamespace  # noqa: PLC0415
+
+        from socorro_store.crashstore.crashes import _new_hang_pairs  # noqa: PLC0415
+
+        if table == K.CRASH_REPORTS and not self.ran:
+            self.ran = True
+            self._store.live_counters.send(_new_hang_pairs(self._backend, [SimpleNamespace(hang_id=self._hang_id)]))
+        return self._backend.mutate_rows(table, mutations, timestamp)
+
+
+def test_a_hang_side_whose_crash_row_is_not_stored_yet_is_not_a_side(store):
+    """The earlier side's detection runs while the later side's pointers are stored and its
+    crash row is not: it counts nothing (as rollup would not), and the later side's own
+    detection counts the pair in its minute.  It was counted in the earlier side's minute."""
+    early, late = crash_id("a"), crash_id("b")
+    store.save_raw_crash(raw_crash(early, BASE_TIME, HangID="pair-3"), {}, early)
+    store.backend = racing = _DetectsBeforeCrashRows(store, "pair-3")
+    try:
+        store.save_raw_crashes([(raw_crash(late, BASE_TIME + timedelta(minutes=5), HangID="pair-3",
+                                           ProcessType="plugin"), {}, late)])
+    finally:
+        store.backend = racing._backend
+    assert racing.ran
+    column = "submitted_crash_report_hang_pairs"
+    assert store.get_metrics("2016-09-18T12:05").get(column) == 1
+    assert store.get_metrics("2016-09-18T12:00").get(column) is None
+    assert store.get_metrics("2016-09-18").get(column) == 1
+
+
 # -- bad input: typed error and nothing written in any table ---------------------------------
 
 def _bad_raw_cases():

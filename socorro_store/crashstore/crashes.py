@@ -211,17 +211,18 @@ def write_raw(backend, crashes, live_counters):
 
 
 def _new_hang_pairs(backend, crashes):
-    """Count each hang pair once: the first writer to see both sides sets ``ids:paired``.
+    """Count each hang pair once: the first writer to see both sides' crash rows sets
+    ``ids:paired``.
 
-    Each side is written before the row is read back, so at least one side sees both; the
-    check-and-put on the marker lets exactly one of them count the pair.  The pair is counted at
-    its later side's submission time, whichever side counts it (as ``rollup`` counts it): with
-    counters sent in the background, the earlier side's check may run after both are stored.
+    Each side's crash row is written before its detection reads the hang row back, so at least
+    one side sees both; the check-and-put on the marker lets exactly one of them count the pair.
+    The pair is counted at its later side's submission time, whichever side counts it (as
+    ``rollup`` counts it): with counters sent in the background, the earlier side's check may run
+    after both are stored.
     """
     if not crashes:
         return []
-    by_row = {K.hang_row_key(c.hang_id): c for c in crashes}
-    rows = backend.get_rows(K.HANG_ID, list(by_row), columns=[b"ids"])
+    rows = backend.get_rows(K.HANG_ID, list({K.hang_row_key(c.hang_id) for c in crashes}), columns=[b"ids"])
     pairs = {}
     for row, cells in rows.items():
         sides = [v.decode("ascii", "replace") for c, v in cells.items() if K.is_hang_column(c)]
@@ -232,9 +233,11 @@ def _new_hang_pairs(backend, crashes):
     times = _submitted_times(backend, {cid for sides in pairs.values() for cid in sides})
     out = []
     for row, sides in pairs.items():
-        if backend.check_and_put(K.HANG_ID, row, K.COL_PAIRED, None, {K.COL_PAIRED: b"1"}):
-            later = max([times[cid] for cid in sides if cid in times] or [by_row[row].submitted])
-            out += counters.hang_pair_increments(later)
+        alive = [times[cid] for cid in sides if cid in times]
+        # A side whose crash row is not readable yet (its pointers go first) is no side yet, as
+        # for rollup: its own save's detection, after its row, counts the pair at the right time.
+        if len(alive) >= 2 and backend.check_and_put(K.HANG_ID, row, K.COL_PAIRED, None, {K.COL_PAIRED: b"1"}):
+            out += counters.hang_pair_increments(max(alive))
     return out
 
 

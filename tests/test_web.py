@@ -115,20 +115,38 @@ def test_signature_page_trend_breakdown_and_crashes_newest_first(client, web_sto
     data = client.get("/api/signature?signature=common").get_json()
     assert data["breakdown"]["version"] == [["Firefox", "120.0", 8], ["Firefox", "121.0", 4]]
     assert data["breakdown"]["os"] == [["Windows NT", 9], ["Linux", 3]]
-    assert data["first_seen"]["level"] == "hour" and data["more"] is False
-    assert client.get("/signature/").status_code == 400 and client.get("/api/signature?signature=x&page=0").status_code == 400
+    assert data["first_seen"]["level"] == "hour" and data["older"] is None and data["newer"] is None
+    assert client.get("/signature/").status_code == 400
 
 
-def test_signature_crashes_are_paged(client, web_store, monkeypatch):
+def test_signature_crashes_are_paged_by_cursor(client, web_store, monkeypatch):
     from socorro_store.web import pages  # noqa: PLC0415
 
     monkeypatch.setattr(pages, "CRASHES_PER_PAGE", 5)
     newest_first = list(reversed(web_store[1]["common"]))
-    first, third = client.get("/api/signature?signature=common").get_json(), client.get("/api/signature?signature=common&page=3").get_json()
-    assert [c["crash_id"] for c in first["crashes"]] == newest_first[:5] and first["more"] is True
-    assert [c["crash_id"] for c in third["crashes"]] == newest_first[10:] and third["more"] is False
-    html = client.get("/signature/?signature=common&page=2").get_data(as_text=True)
-    assert 'rel="next" href="/signature/?signature=common&amp;page=3"' in html and 'rel="prev"' in html
+    first = client.get("/api/signature?signature=common").get_json()
+    assert [c["crash_id"] for c in first["crashes"]] == newest_first[:5] and first["newer"] is None
+    second = client.get("/api/signature", query_string={"signature": "common", "before": first["older"]}).get_json()
+    third = client.get("/api/signature", query_string={"signature": "common", "before": second["older"]}).get_json()
+    assert [c["crash_id"] for c in second["crashes"]] == newest_first[5:10]
+    assert [c["crash_id"] for c in third["crashes"]] == newest_first[10:] and third["older"] is None
+    back = client.get("/api/signature", query_string={"signature": "common", "after": third["newer"]}).get_json()
+    assert [c["crash_id"] for c in back["crashes"]] == newest_first[5:10] and back["newer"] and back["older"]
+    html = client.get("/signature/", query_string={"signature": "common", "before": second["older"]}).get_data(as_text=True)
+    assert unescape(re.search(r'rel="prev" class="pager-newer" href="([^"]+)"', html).group(1)) == \
+        "/signature/?" + urllib.parse.urlencode({"signature": "common", "after": third["newer"]})
+    assert 'rel="next"' not in html and 'class="pager-newest" href="/signature/?signature=common"' in html
+
+
+@pytest.mark.parametrize("cursor", ["x", "%%%", "AAAA", "A" * 84, "A" * 500, "bm90IGEgY3Vyc29y"])
+def test_a_bad_cursor_is_a_400_not_a_500(client, cursor):
+    for path in ("/signature/", "/api/signature", "/api/signature/"):
+        for name in ("before", "after"):
+            response = client.get(path, query_string={"signature": "common", name: cursor})
+            assert response.status_code == 400, (path, name, cursor)
+            assert "not a page cursor" in response.get_data(as_text=True)
+    both = client.get("/api/signature?signature=common&before=x&after=y")
+    assert both.status_code == 400
 
 
 def test_report_page_redacted_by_default(client, web_store):
@@ -157,7 +175,8 @@ def test_unredacted_report_shows_protected_fields_and_serves_dumps(unredacted_cl
 
 def test_an_unprocessed_crash_has_a_report_that_says_so(client, web_store):
     html = client.get(f"/report/index/{web_store[1]['queued']}").get_data(as_text=True)
-    assert "Not processed yet." in html and "not yet" in html
+    assert "Not processed yet." in html and "<th>Processed</th><td>no</td>" in html
+    assert "Not processed yet: the details are the raw crash's." in html and 'data-field="ProductName"' in html
 
 
 def test_unknown_crash_404_and_malformed_400(client):
@@ -216,7 +235,8 @@ def test_hostile_strings_are_escaped_in_html_and_svg_and_intact_in_json(client, 
         .replace('"quoted"', "&#34;quoted&#34;").replace("'single'", "&#39;single&#39;") in client.get(link).get_data(as_text=True)
     data = client.get("/api/signature", query_string={"signature": HOSTILE_SIG}).get_json()
     assert data["signature"] == HOSTILE_SIG and data["breakdown"]["product"] == [[HOSTILE_PRODUCT, 3]]
-    assert client.get(f"/api/report/{cid}").get_json()["raw_crash"]["Comments"] == HOSTILE_SIG
+    assert client.get(f"/api/report/{cid}").get_json()["raw_crash"]["ProductName"] == HOSTILE_PRODUCT
+    assert "Comments" not in client.get(f"/api/report/{cid}").get_json()["raw_crash"]  # protected
     top = client.get("/api/topcrashers", query_string={"day": "2016-09-18", "product": HOSTILE_PRODUCT}).get_json()
     assert [(s["signature"], s["count"]) for s in top["signatures"]] == [(HOSTILE_SIG, 3)]
 

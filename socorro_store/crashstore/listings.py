@@ -27,13 +27,17 @@ By signature (:func:`crashes_by_signature`)
     against its crash row's current signature.
 """
 
+import base64
+import binascii
 import heapq
 import itertools
+import json
 import logging
 from datetime import timedelta
 
 from ..errors import InvalidArgument
 from ..schema import keys as K
+from ..schema.crash_facts import COL_OS_NAME, COL_P_PRODUCT, COL_P_VERSION, COL_PRODUCT, COL_VERSION
 from ..schema.stored import (
     parse_socorro_signature_key,
     parse_stored_time_index_key,
@@ -189,3 +193,120 @@ def latest_crashes_by_signature(backend, signature, limit=50, offset=0):
         with_crash_rows(backend, pointers, lambda item: item[1], min(wanted, 1000),
                         columns=(K.COL_OOID, K.COL_SIGNATURE), accept=_current(stored)), wanted))
     return found[offset:offset + limit], len(found) == wanted
+
+
+# -- one page of a signature's crashes, by cursor -----------------------------------------------
+
+_CURSOR_LEN = K.TIMESTAMP_LEN + K.CRASH_ID_LEN
+_PAGE_COLUMNS = (K.COL_OOID, K.COL_SIGNATURE, COL_PRODUCT, COL_VERSION, COL_P_PRODUCT, COL_P_VERSION, COL_OS_NAME,
+                 K.COL_PROCESS_TYPE)
+
+
+def page_cursor(moment, crash_id):
+    """The opaque cursor of a signature-index position: the key's tail (time and crash id),
+    URL-safe base64 without padding.  Only :func:`parse_page_cursor` reads it."""
+    tail = K.format_timestamp(moment) + K.validate_crash_id(crash_id).encode("ascii")
+    return base64.urlsafe_b64encode(tail).decode("ascii").rstrip("=")
+
+
+def parse_page_cursor(text):
+    """``(time, crash id)`` of a cursor of :func:`page_cursor`; anything else (another length,
+    not base64, not a time and a crash id) is InvalidArgument."""
+    if not isinstance(text, str) or not text or len(text) > 128:
+        raise InvalidArgument("not a page cursor: follow the page's own newer/older links")
+    try:
+        tail = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (binascii.Error, ValueError):
+        raise InvalidArgument("not a page cursor: follow the page's own newer/older links") from None
+    if len(tail) != _CURSOR_LEN:
+        raise InvalidArgument("not a page cursor: follow the page's own newer/older links")
+    try:
+        moment = K.parse_key_timestamp(tail[:K.TIMESTAMP_LEN])
+        crash_id = K.validate_crash_id(tail[K.TIMESTAMP_LEN:].decode("ascii"))
+    except (InvalidArgument, UnicodeDecodeError):
+        raise InvalidArgument("not a page cursor: follow the page's own newer/older links") from None
+    return moment, crash_id
+
+
+def _text(cells, column):
+    value = cells.get(column)
+    return value.decode("utf-8", "replace") if value else None
+
+
+def _listed(moment, crash_id, cells):
+    """One listed crash: its time and id, and what the page lists of it (None where unknown)."""
+    processed = {}
+    if K.COL_PROCESSED_JSON in cells:
+        try:
+            processed = json.loads(cells[K.COL_PROCESSED_JSON])
+        except (ValueError, RecursionError):
+            processed = {}
+        processed = processed if isinstance(processed, dict) else {}
+
+    def field(name):
+        value = processed.get(name)
+        return value if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+
+    return {"submitted": moment, "crash_id": crash_id,
+            "product": _text(cells, COL_P_PRODUCT) or _text(cells, COL_PRODUCT),
+            "version": _text(cells, COL_P_VERSION) or _text(cells, COL_VERSION),
+            "os": _text(cells, COL_OS_NAME), "process_type": _text(cells, K.COL_PROCESS_TYPE),
+            "reason": field("reason"), "address": field("address"), "build": field("build")}
+
+
+def signature_page(backend, signature, limit=50, before=None, after=None, details=True):
+    """One page of ``signature``'s crashes, newest first, by cursor (never by offset).
+
+    ``before`` / ``after``: a ``(time, crash id)`` position (:func:`parse_page_cursor`); the page
+    holds the ``limit`` crashes just older than ``before``, or just newer than ``after``, or
+    (neither) the newest.  Returns ``{"crashes": [{"submitted", "crash_id", "product",
+    "version", "os", "process_type", "reason", "address", "build"}], "older": (time, id) or
+    None, "newer": (time, id) or None}``: the positions to ask for the next page each way
+    (None: no crash that way, as far as this read saw).
+
+    Cost, the same for any page: one range scan of our signature index from the cursor (pages of
+    ``limit + 1`` rows) and one multi-row get of those crash rows (their flags cells and, with
+    ``details``, the processed crash for reason, address and build), each pointer checked
+    against its crash row's current signature as :func:`crashes_by_signature` does; stale
+    pointers cost more rows.  Socorro's ``signature + crash_id`` rows carry no time, so only
+    :func:`crashes_by_signature` lists them.
+    """
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+        raise InvalidArgument(f"limit must be an int in 1..1000: {limit!r}")
+    if before is not None and after is not None:
+        raise InvalidArgument("give before or after, not both")
+    stored = K.signature_name(signature).encode("utf-8", "surrogatepass")
+    low, high = K.signature_index_range(signature)
+    cursor = before or after
+    at = K.signature_index_key(signature, *cursor) if cursor is not None else None
+    if after is None:
+        rows = backend.scan(K.SIGNATURE_OOID, start=at or high, stop=low, reverse=True, columns=[K.COL_OOID],
+                            page_size=limit + 1)
+    else:
+        rows = backend.scan(K.SIGNATURE_OOID, start=at, stop=high, columns=[K.COL_OOID], page_size=limit + 1)
+    pointers = ((moment, crash_id) for row, _cells, (_name, moment, crash_id)
+                in readable_rows(rows, K.parse_signature_index_key, K.SIGNATURE_OOID)
+                if row.startswith(low) and row != at)  # the cursor's own row, the reverse scan's top
+    columns = list(_PAGE_COLUMNS) + ([K.COL_PROCESSED_JSON] if details else [])
+    accept = _current(stored)
+    found = []
+    while len(found) <= limit:
+        batch = list(itertools.islice(pointers, limit + 1 - len(found)))
+        if not batch:
+            break
+        cells_of = backend.get_rows(K.CRASH_REPORTS, [K.crash_row_key(c) for _m, c in batch], columns=columns)
+        for moment, crash_id in batch:
+            cells = cells_of.get(K.crash_row_key(crash_id))
+            if cells is not None and accept(cells):
+                found.append(_listed(moment, crash_id, cells))
+    more = len(found) > limit
+    found = found[:limit]
+    if after is not None:
+        found.reverse()
+    first = (found[0]["submitted"], found[0]["crash_id"]) if found else None
+    last = (found[-1]["submitted"], found[-1]["crash_id"]) if found else None
+    if after is None:
+        older, newer = (last if more else None), (first if before is not None else None)
+    else:
+        older, newer = (last or after), (first if more else None)
+    return {"crashes": found, "older": older, "newer": newer}

@@ -11,6 +11,7 @@ has no columns of its own: the report says so (``counted_as``: ``##other##``).
 """
 
 from datetime import datetime, timedelta, timezone
+from urllib.parse import unquote
 
 from ..checks import is_int
 from ..errors import InvalidArgument
@@ -216,3 +217,78 @@ def signature_breakdown(backend, signature, start, end):
                 if n > 0]
 
     return {"product": ranked("p"), "version": ranked("pv"), "os": ranked("os")}
+
+
+def _split_kind(product, version, os):
+    """The dimension kind splitting a report of this filter by OS (None: an OS filter, no split)."""
+    if os is not None:
+        return None
+    return "pvo" if version is not None else "po" if product is not None else "os"
+
+
+def os_splits(backend, signatures, start, end, product=None, version=None):
+    """``{signature: {os name: n}}``: the crashes of each of ``signatures`` in ``[start, end)``
+    (whole hours or days, as :func:`top_signatures`) by OS, of the product (and version) asked.
+
+    The OS names are those admitted in the ``~dimensions/os`` registry, plus ``##unknown##`` and
+    ``##other##`` (over the cap).  Two reads whatever the number of signatures: the registry row,
+    and one multi-row get of the signatures' rows, column-filtered to the period's OS columns
+    (intervals x OS names, at most 52 of them).  Names with no crash are left out.
+    """
+    start, end = K.parse_timestamp(start, "start"), K.parse_timestamp(end, "end")
+    DK.filter_key(product, version)  # a version needs its product
+    level, moments = _intervals(start, end)
+    signatures = list(signatures)
+    if not signatures:
+        return {}
+    seen = backend.get_row(K.SIGNATURES_SEEN, DK.registry_row("os"), columns=[b"seen"])
+    names = sorted({unquote(c.partition(b":")[2].decode("ascii", "replace")) for c in seen} | {DK.UNKNOWN, DK.OTHER})
+    kind = _split_kind(product, version, None)
+    norm = {"product": DK.normalize(product) if product is not None else None,
+            "version": DK.normalize(version) if version is not None else None}
+    keys = {DK.dimension_key(kind, os=name, **norm): name for name in names}
+    columns = {DK.with_key(K.signature_counter_column(level, K.metrics_row(m, level)), key): name
+               for m in moments for key, name in keys.items()}
+    rows = {K.signature_row(s): s for s in signatures}
+    out = {s: {} for s in signatures}
+    for row, cells in backend.get_rows(K.SIGNATURES, list(rows), columns=sorted(columns)).items():
+        split = out[rows[row]]
+        for column, value in cells.items():
+            if column in columns and len(value) == 8:
+                split[columns[column]] = split.get(columns[column], 0) + K.decode_counter(value)
+    return {s: {name: n for name, n in sorted(split.items(), key=lambda item: (-item[1], item[0])) if n > 0}
+            for s, split in out.items()}
+
+
+def first_appearances(backend, signatures, now=None, years=30):
+    """``{signature: {"level", "start"} or None}``: the most precise interval known to hold each
+    signature's first crash (as :func:`signature_report`'s ``first_seen``), from the plain
+    columns still kept: ``years`` yearly, 36 monthly, 62 daily and 49 hourly columns up to
+    ``now``.  One multi-row get, column-filtered, whatever the number of signatures."""
+    now = datetime.now(timezone.utc) if now is None else K.parse_timestamp(now, "now")
+    signatures = list(signatures)
+    if not signatures:
+        return {}
+    hour = now.replace(minute=0, second=0, microsecond=0)
+    day = hour.replace(hour=0)
+    moments = {"hour": [hour - timedelta(hours=h) for h in range(49)],
+               "day": [day - timedelta(days=d) for d in range(62)], "month": [], "year": []}
+    month = day.replace(day=1)
+    for _ in range(36):
+        moments["month"].append(month)
+        month = (month - timedelta(days=1)).replace(day=1)
+    moments["year"] = [day.replace(year=y, month=1, day=1) for y in range(max(1000, now.year - years + 1), now.year + 1)]
+    columns = {K.signature_counter_column(level, K.metrics_row(m, level)): (level, m)
+               for level, starts in moments.items() for m in starts}
+    rows = {K.signature_row(s): s for s in signatures}
+    found = backend.get_rows(K.SIGNATURES, list(rows), columns=sorted(columns))
+    out = {}
+    for row, signature in rows.items():
+        by_level = {}
+        for column, value in found.get(row, {}).items():
+            if column in columns and len(value) == 8 and K.decode_counter(value) > 0:
+                level, start = columns[column]
+                by_level.setdefault(level, {})[start] = True
+        first = _first_seen(by_level)
+        out[signature] = {"level": first[0], "start": first[1].isoformat()} if first else None
+    return out

@@ -5,10 +5,11 @@ and reads only counters and indexes, never a scan of crash rows:
 
 - :func:`home`: the queue counters, 48 metrics hour rows (one read), today's top 10 (one
   column-filtered scan of ``crash_report_signatures`` and one read of ``metrics``);
-- :func:`top_crashers`: the same scan for the period asked;
+- :func:`top_crashers`: the same scan for the period asked, plus the OS split and first
+  appearance of the signatures shown (two multi-row reads and the OS registry row);
 - :func:`signature`: one read of the signature's counter row (trend, first seen, breakdown) and
-  a reverse scan of its index for one page of crashes (each checked against its crash row);
-- :func:`report`: the rows of that one crash.
+  a scan of its index from a cursor for one page of crashes (one get of at most 51 crash rows);
+- the report page is :mod:`.report_page`.
 
 Arguments arrive as the query's strings; a bad one raises
 :class:`~socorro_store.errors.InvalidArgument` with a message for the page (HTTP 400).
@@ -16,9 +17,11 @@ Arguments arrive as the query's strings; a bad one raises
 
 from datetime import datetime, time, timedelta, timezone
 
-from ..errors import CrashIDNotFound, InvalidArgument, UnreadableDocument
+from ..crashstore import listings, reports
+from ..errors import InvalidArgument
 from ..schema.crash_ids import parse_crash_id
 from ..schema.timeparse import parse_day
+from . import display
 from .charts import bar_chart
 
 HOME_TOP = 10
@@ -26,6 +29,7 @@ TOP_LIMIT = 50
 DEFAULT_DAYS = 7
 MAX_DAYS = 366
 CRASHES_PER_PAGE = 50
+OS_COLUMNS = 4
 
 
 def _today(now):
@@ -67,38 +71,81 @@ def period(args, now):
     return end - timedelta(days=days), end, f"the last {days} day{'s' if days > 1 else ''}"
 
 
+def _hourly_chart(hourly, title):
+    return bar_chart([[display.hour_label(row), n] for row, n in hourly], title)
+
+
 def home(store, now):
     """Queue sizes, crashes per hour over the last 48 hours, today's top 10 signatures."""
     today = _today(now)
     hourly = store.crashes_per_hour(now)
     top = store.top_signatures(today, today + timedelta(days=1), limit=HOME_TOP)
     return {"queue": store.queue_sizes(), "hourly": hourly, "top": top, "day": today.date().isoformat(),
-            "chart": bar_chart([[row[-2:] + "h", n] for row, n in hourly], "Crashes submitted per hour, last 48 hours")}
+            "chart": _hourly_chart(hourly, "Crashes submitted per hour, last 48 hours (UTC)")}
 
 
 def top_crashers(store, args, now):
-    """The top-crashers report of the period and filters of the query."""
+    """The top-crashers report of the period and filters of the query, each signature with its
+    crashes by OS (``os``: {name: n}, of the product/version asked) and its first appearance.
+
+    The ranking is :meth:`~socorro_store.crashstore.store.CrashStore.top_signatures`; the OS
+    split and first appearances are two more reads (and the OS registry row) for the signatures
+    shown, whatever their number (:func:`~socorro_store.crashstore.reports.os_splits`,
+    :func:`~socorro_store.crashstore.reports.first_appearances`).  ``os_columns``: the OS names
+    the HTML table gives a column (the most crashes among the rows shown; the rest is "other").
+    """
     start, end, description = period(args, now)
-    report = store.top_signatures(start, end, limit=TOP_LIMIT, **_filters(args))
-    return {**report, "period": description, "filters": _filters(args)}
+    filters = _filters(args)
+    report = store.top_signatures(start, end, limit=TOP_LIMIT, **filters)
+    names = [s["signature"] for s in report["signatures"]]
+    splits = {} if filters["os"] else reports.os_splits(store.backend, names, start, end, filters["product"],
+                                                          filters["version"])
+    first = reports.first_appearances(store.backend, names, now)
+    totals = {}
+    for row in report["signatures"]:
+        row["os"] = splits.get(row["signature"], {})
+        row["first_appearance"] = first.get(row["signature"])
+        for name, n in row["os"].items():
+            totals[name] = totals.get(name, 0) + n
+    columns = [name for name, _n in sorted(totals.items(), key=lambda item: (-item[1], item[0]))][:OS_COLUMNS]
+    return {**report, "period": description, "filters": filters, "os_columns": columns}
 
 
-def signature(store, args, now):
-    """One signature: its trend, first seen, breakdown and a page of its crashes, newest first."""
+def _cursor(args, name):
+    text = args.get(name)
+    return listings.parse_page_cursor(text) if text else None
+
+
+#: the signature page's list columns and the processed field each shows (its public permission)
+LIST_FIELDS = {"product": "product", "version": "version", "os": "os_name", "process_type": "process_type",
+               "reason": "reason", "address": "address", "build": "build"}
+
+
+def signature(store, args, now, hidden=()):
+    """One signature: its trend, first seen, breakdown and a page of its crashes, newest first.
+
+    The page is chosen by an opaque cursor, ``before`` (older crashes) or ``after`` (newer ones):
+    any page costs what the first costs (:func:`~socorro_store.crashstore.listings.signature_page`).
+    ``older`` / ``newer`` are the cursors of the next pages (None: none that way).  ``hidden``:
+    list columns (:data:`LIST_FIELDS`) left empty, those the allowlist does not make public.
+    """
     name = args.get("signature")
     if name is None:
         raise InvalidArgument("signature is required: /signature/?signature=NAME")
-    page = _int_arg(args.get("page"), "page", 1, 10_000, 1)
+    before, after = _cursor(args, "before"), _cursor(args, "after")
     filters = _filters(args)
     report = store.signature_report(name, now=now, **filters)
     today = _today(now)
     breakdown = store.signature_breakdown(name, today - timedelta(days=29), today + timedelta(days=1))
-    crashes, more = store.latest_crashes_by_signature(name, CRASHES_PER_PAGE, (page - 1) * CRASHES_PER_PAGE)
+    page = listings.signature_page(store.backend, name, CRASHES_PER_PAGE, before=before, after=after)
+    crashes = [{**c, **{name: None for name in hidden}, "submitted": c["submitted"].isoformat()}
+               for c in page["crashes"]]
     return {
-        **report, "filters": filters, "breakdown": breakdown, "page": page, "more": more,
-        "crashes": [{"crash_id": crash_id, "submitted": moment.isoformat()} for moment, crash_id in crashes],
-        "hourly_chart": bar_chart([[row[-2:] + "h", n] for row, n in report["hourly"]], "Crashes per hour, last 48 hours"),
-        "daily_chart": bar_chart([[row[5:], n] for row, n in report["daily"]], "Crashes per day, last 30 days"),
+        **report, "filters": filters, "breakdown": breakdown, "crashes": crashes,
+        "older": listings.page_cursor(*page["older"]) if page["older"] else None,
+        "newer": listings.page_cursor(*page["newer"]) if page["newer"] else None,
+        "hourly_chart": _hourly_chart(report["hourly"], "Crashes per hour, last 48 hours (UTC)"),
+        "daily_chart": bar_chart([[row[5:], n] for row, n in report["daily"]], "Crashes per day, last 30 days (UTC)"),
     }
 
 
@@ -107,29 +154,3 @@ def crash_id_of(text):
     if not text or not text.strip():
         raise InvalidArgument("paste a crash id, bp-<id> or a crash report URL")
     return parse_crash_id(text.strip())
-
-
-def report(store, crash_id, unredacted=False):
-    """One crash: processing state, raw annotations, processed crash, dump names and sizes.
-
-    Without ``unredacted`` the processed crash is redacted (the store's forbidden keys) and the
-    raw annotations whose name is one of those keys (any case) are left out.
-    """
-    crash_id = crash_id_of(crash_id)
-    summary = store.crash_summary(crash_id)
-    unreadable = []  # documents another client stored that no parser here reads: named, not shown
-    try:
-        raw = store.get_raw_crash(crash_id)
-    except UnreadableDocument as exc:
-        raw, unreadable = {}, [str(exc)]
-    hidden = {key.lower() for key in store.forbidden_keys if "." not in key}
-    if not unredacted:
-        raw = {key: value for key, value in raw.items() if key.lower() not in hidden}
-    try:
-        processed = store.get_unredacted_processed(crash_id) if unredacted else store.get_processed(crash_id)
-    except CrashIDNotFound:
-        processed = None  # not processed yet
-    except UnreadableDocument as exc:
-        processed, unreadable = None, unreadable + [str(exc)]
-    return {"crash_id": crash_id, "state": summary, "raw_crash": raw, "processed_crash": processed,
-            "dumps": summary["dumps"], "unredacted": unredacted, "unreadable": unreadable}

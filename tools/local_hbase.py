@@ -1,6 +1,7 @@
 """A private Apache HBase on this machine, in one command: jars from Maven Central, no Docker.
 
     python tools/local_hbase.py DIR [--version 2.6.1] [--framed] [--compact] [--thrift2]
+                                    [--region-servers N]
 
 * **Jars.**  HBase's Thrift server (``org.apache.hbase:hbase-thrift``), the pure-Java codecs
   (``hbase-compression-aircompressor``: LZO, LZ4, Snappy, Zstd without native libraries) and a
@@ -22,6 +23,9 @@
   answering 3-7 s after start).
 * **Stop.**  SIGTERM to the Thrift servers, then the master, SIGKILL after a grace period; on exit
   or on SIGINT/SIGTERM to this tool.
+
+``--region-servers N`` runs a pseudo-distributed cluster instead (ZooKeeper, a master and N region
+servers, each its own JVM, and one Thrift server per region server): see ``local_hbase_cluster.py``.
 
 Used as a library by the test fixture (``tests/fixtures_hbase_real.py``), the fault tests and the
 benchmarks: :class:`LocalHBase` also kills and restarts each process on the same rootdir.
@@ -277,9 +281,9 @@ class LocalHBase:
 
     # -- processes ---------------------------------------------------------------------------
 
-    def _java(self, name, heap, main_class, args):
+    def _java(self, name, heap, main_class, args, jvm_args=()):
         log_file = self.directory / f"{name}.log"
-        command = ["java", f"-Xmx{heap}", *JAVA_FLAGS, f"-Dhbase.log.file={log_file}",
+        command = ["java", f"-Xmx{heap}", *JAVA_FLAGS, *jvm_args, f"-Dhbase.log.file={log_file}",
                    "-cp", f"{self.conf_dir}:{self.lib}/*", main_class, *args]
         env = dict(os.environ, MALLOC_ARENA_MAX="4")
         with open(self.directory / f"{name}.out", "ab") as out:
@@ -435,6 +439,30 @@ class LocalHBase:
         """SIGKILL the HBase JVM: master, region server and ZooKeeper at once, no flush."""
         self._end(self.master, signal.SIGKILL, 10)
 
+    #: the roles :meth:`kill` and :meth:`restart` take, with the attribute holding each process
+    ROLES = {"master": "master", "thrift": "thrift", "thrift2": "thrift2"}
+
+    def process(self, role, index=0):
+        """The ``subprocess.Popen`` of ``role`` (one of :attr:`ROLES`); standalone has index 0 only."""
+        if role not in self.ROLES or index != 0:
+            raise ValueError(f"no process {role}[{index}] (roles: {', '.join(self.ROLES)}, index 0)")
+        return getattr(self, self.ROLES[role])
+
+    def kill(self, role, index=0):
+        """SIGKILL one process (``role`` as in :attr:`ROLES`); the others keep running."""
+        self._end(self.process(role, index), signal.SIGKILL, 10)
+
+    def restart(self, role, index=0, timeout_s=120):
+        """Start ``role`` again (after :meth:`kill`: a live one is SIGKILLed first) on the same
+        rootdir and port, and wait until the HBase answers through it."""
+        self.kill(role, index)
+        {"master": self.start_master, "thrift": self.start_thrift, "thrift2": self.start_thrift2}[role]()
+        deadline = time.monotonic() + timeout_s
+        if role == "thrift2":
+            self.wait_thrift2(deadline)
+        else:
+            self.wait_ready(deadline)
+
     def stop(self, grace_s=30):
         """SIGTERM the Thrift servers, then the master (SIGKILL after ``grace_s`` each).
 
@@ -456,6 +484,10 @@ class LocalHBase:
                         pass
             raise
 
+    def all_running(self):
+        """True while every process this instance started is alive."""
+        return all(proc.poll() is None for proc in (self.master, self.thrift, self.thrift2) if proc is not None)
+
     def __enter__(self):
         return self.start()
 
@@ -471,11 +503,24 @@ def main(argv=None):
     parser.add_argument("--compact", action="store_true", help="compact protocol (default binary)")
     parser.add_argument("--thrift2", action="store_true",
                         help="also run HBase's Thrift2 server and print its URL (api=thrift2) too")
-    parser.add_argument("--timeout", type=float, default=180, help="seconds to wait for HBase (default 180)")
+    parser.add_argument("--region-servers", type=int, metavar="N",
+                        help="a pseudo-distributed cluster: ZooKeeper, a master, N region servers and N "
+                             "Thrift servers, each its own JVM (default: one standalone JVM)")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds to wait for HBase (default 180; a cluster 180 + 60 a region server)")
     args = parser.parse_args(argv)
-    hbase = LocalHBase(args.directory, version=args.version, transport="framed" if args.framed else "buffered",
-                       protocol="compact" if args.compact else "binary",
-                       log=lambda msg: print(msg, file=sys.stderr), thrift2=args.thrift2)
+    options = dict(version=args.version, transport="framed" if args.framed else "buffered",
+                   protocol="compact" if args.compact else "binary",
+                   log=lambda msg: print(msg, file=sys.stderr), thrift2=args.thrift2)
+    if args.region_servers is not None:
+        if args.region_servers < 1:
+            parser.error("--region-servers must be 1 or more")
+        from local_hbase_cluster import LocalHBaseCluster  # noqa: PLC0415 - it imports this module
+
+        hbase = LocalHBaseCluster(args.directory, region_servers=args.region_servers, **options)
+    else:
+        hbase = LocalHBase(args.directory, **options)
+    timeout = args.timeout if args.timeout is not None else getattr(hbase, "default_timeout_s", 180)
 
     def on_signal(signum, _frame):
         raise SystemExit(128 + signum)
@@ -483,14 +528,13 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        hbase.start(args.timeout)
+        hbase.start(timeout)
         print(f"HBase {hbase.lib.parent.name} ready in {hbase.started_in_s:.1f} s; "
               f"logs in {hbase.directory}", file=sys.stderr)
         print(hbase.url, flush=True)
         if hbase.thrift2_url:
             print(hbase.thrift2_url, flush=True)
-        while (hbase.master.poll() is None and hbase.thrift.poll() is None
-               and (hbase.thrift2 is None or hbase.thrift2.poll() is None)):
+        while hbase.all_running():
             time.sleep(1)
         print(f"HBase exited{hbase.log_tail('master')}", file=sys.stderr)
         return 1

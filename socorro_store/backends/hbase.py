@@ -1,16 +1,19 @@
 """The hbase backend: the contract over HBase's Thrift1 gateway, through happybase.
 
-``hbase://HOST:PORT?transport=buffered|framed&protocol=binary|compact&table_prefix=P
+``hbase://HOST:PORT[,HOST:PORT…]?transport=buffered|framed&protocol=binary|compact&table_prefix=P
 &pool_size=N&timeout_ms=T&retries=N&max_frame_mb=M``
 
-happybase's :class:`~happybase.ConnectionPool` holds the connections.  Calls happybase does not
-wrap (batched ``incrementRows``, ``checkAndPut``), and calls where happybase would add a round trip
-(``mutateRows`` with family deletes), go straight to the Thrift client underneath it.
+A :class:`~.hbase_servers.ServerPool` of happybase connections holds up to ``pool_size``
+connections over every Thrift server the URL names, and every call goes through the Thrift client
+underneath a connection (happybase's own wrappers add round trips or lack calls: batched
+``incrementRows``, ``checkAndPut``, ``mutateRows`` with family deletes).
 
-Retries: a failure to *connect* is always retried (nothing was sent).  A transport failure after a
-request was sent is retried, with a fresh connection and exponential backoff, only for idempotent
+Retries and failover (:mod:`.hbase_servers`): a failure to *connect* is always retried (nothing was
+sent), on another server when there is one.  A transport failure after a request was sent is
+retried, on another server or a fresh connection with exponential backoff, only for idempotent
 calls (reads, puts, deletes, admin reads).  Increments and check-and-put are never replayed: the
 caller gets :class:`BackendUnavailable` and the outcome is unknown (rollups make counters exact).
+A server that fails is left out of the rotation and tried again later.
 
 Request sizes: over framed transport the server closes the connection on a request frame over
 its limit (``max_frame_mb``, HBase's ``hbase.regionserver.thrift.framed.max_frame_size_in_mb``,
@@ -23,15 +26,13 @@ Over buffered transport, which has no limit, batches are split at 64 MiB only to
 """
 
 import math
-import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import happybase
 import Hbase_thrift as thrift  # noqa: E402  (module registered by importing happybase)
-from thriftpy2.thrift import TApplicationException, TException
-from thriftpy2.transport import TTransportException
+from thriftpy2.thrift import TApplicationException
 
 from ..config import DEFAULT_MAX_FRAME_MB
 from ..errors import (
@@ -41,13 +42,15 @@ from ..errors import (
     InvalidArgument,
     RequestTooLarge,
 )
+from . import hbase_servers
 from ..schema.specs import FOREVER, FamilySpec
 from . import base
 from . import thrift_sizes as sizes
 from .base import Backend, split_column
-from .hbase_thrift1_wire import _reason, _row_dict, _spread_by_row, _text, _thrift_scan, translate_error  # noqa: F401 - translate_error: the module's public name
+from .hbase_thrift1_wire import _row_dict, _spread_by_row, _text, _thrift_scan, translate_error  # noqa: F401 - translate_error: the module's public name
 
-_TRANSIENT = (TTransportException, socket.error, OSError, happybase.NoConnectionsAvailable)
+#: errors with which the server answered: the connection stays usable
+_ANSWERED = (thrift.IOError, thrift.IllegalArgument, thrift.AlreadyExists, TApplicationException)
 #: the HBase setting that bounds a framed request
 FRAME_SETTING = "hbase.regionserver.thrift.framed.max_frame_size_in_mb"
 #: buffered transport has no request limit; batches are still split to bound memory on both ends
@@ -58,7 +61,7 @@ INCREMENT_CALL_S = 0.025
 #: The fewest increments a call carries when a batch is spread over several.
 INCREMENTS_PER_CALL = 8
 #: Seconds a pooled connection may sit idle before it is reopened (below the servers' 60 s).
-REOPEN_IDLE_S = 30.0
+REOPEN_IDLE_S = hbase_servers.REOPEN_IDLE_S
 _COMPRESSION_NAMES = {"NONE": "NONE", "GZ": "GZ", "LZO": "LZO", "SNAPPY": "SNAPPY", "LZ4": "LZ4",
                       "ZSTD": "ZSTD", "BZIP2": "BZIP2"}
 
@@ -78,7 +81,9 @@ class HBaseBackend(Backend):
 
     def __init__(self, host="localhost", port=9090, transport="buffered", protocol="binary",
                  table_prefix=None, pool_size=4, timeout_ms=30000, retries=3, backoff_s=0.05,
-                 max_frame_mb=None):
+                 max_frame_mb=None, servers=None):
+        """``servers``: every Thrift server of the HBase (``[(host, port)]`` or ``"h1:p1,h2:p2"``),
+        spread over and failed over (:mod:`.hbase_servers`); default ``[(host, port)]``."""
         super().__init__()
         if transport == "framed":
             max_frame_mb = DEFAULT_MAX_FRAME_MB if max_frame_mb is None else max_frame_mb
@@ -88,12 +93,14 @@ class HBaseBackend(Backend):
             self.max_request_bytes = int(max_frame_mb * 1024 * 1024)
         elif max_frame_mb is not None:
             raise InvalidArgument("max_frame_mb applies only to transport='framed'")
-        self.host, self.port = host, port
+        servers = hbase_servers.server_list(servers, host, port)
+        self.host, self.port = servers[0]
         self.table_prefix = table_prefix
         self.retries, self.backoff_s = retries, backoff_s
-        self._pool_kwargs = dict(host=host, port=port, transport=transport, protocol=protocol,
-                                 timeout=timeout_ms, table_prefix=table_prefix)
+        self._conn_kwargs = dict(transport=transport, protocol=protocol, timeout=timeout_ms,
+                                 table_prefix=table_prefix)
         self._pool_size = pool_size
+        self._servers = hbase_servers.ServerList(servers)
         self._pool = None
         self._executor = None
         self._stage_executor = None  # runs overlap()'s calls, which may use _executor themselves
@@ -102,13 +109,18 @@ class HBaseBackend(Backend):
         self._pool_lock = threading.Lock()
         self._families = {}
         self.reopen_idle_s = REOPEN_IDLE_S
-        self._last_used = {}  # id(pooled connection) -> time.monotonic() of its last call
 
     @classmethod
     def from_url(cls, parsed):
         o = parsed.options
         return cls(parsed.host, parsed.port, o["transport"], o["protocol"], o["table_prefix"],
-                   o["pool_size"], o["timeout_ms"], o["retries"], max_frame_mb=o["max_frame_mb"])
+                   o["pool_size"], o["timeout_ms"], o["retries"], max_frame_mb=o["max_frame_mb"],
+                   servers=getattr(parsed, "servers", None) or hbase_servers.parse_servers(parsed.text))
+
+    @property
+    def servers(self):
+        """The :class:`~.hbase_servers.ServerList` of this backend's Thrift servers."""
+        return self._servers
 
     def close(self):
         with self._pool_lock:
@@ -119,12 +131,7 @@ class HBaseBackend(Backend):
             if executor is not None:
                 executor.shutdown(wait=True)
         if pool is not None:
-            while True:
-                try:
-                    conn = pool._queue.get_nowait()  # happybase has no pool.close()
-                except Exception:
-                    break
-                conn.close()
+            pool.close()
 
     # -- plumbing ----------------------------------------------------------------------------
     def _name(self, table):
@@ -133,62 +140,57 @@ class HBaseBackend(Backend):
         name = table.encode("utf-8")
         return (self.table_prefix.encode() + b"_" + name) if self.table_prefix else name
 
+    def _open(self, host, port, timeout_ms=None):
+        """A happybase connection to one server, and its Thrift client."""
+        kwargs = dict(self._conn_kwargs, timeout=timeout_ms or self._conn_kwargs["timeout"])
+        conn = happybase.Connection(host, port, **kwargs)
+        return conn, conn.client
+
     def _get_pool(self):
         with self._pool_lock:
             if self._pool is None:
-                self._pool = happybase.ConnectionPool(self._pool_size, **self._pool_kwargs)
+                self._pool = hbase_servers.ServerPool(
+                    self._servers, self._open, size=self._pool_size, timeout_ms=self._conn_kwargs["timeout"],
+                    retries=self.retries, backoff_s=self.backoff_s, count_call=self.count_call,
+                    label="HBase Thrift server",
+                    hint="; is the Thrift server running (`hbase thrift start`, or `socorro-store serve`)?")
+            self._pool.reopen_idle_s = self.reopen_idle_s  # a connection idle that long is reopened
             return self._pool
 
-    def _reopen_if_idle(self, conn):
-        """Reconnect a pooled connection left idle for :data:`REOPEN_IDLE_S` or more.
+    def _call(self, kind, fn, table=None, idempotent=True):
+        """Run ``fn(client)`` on a pooled connection, retrying as the module docstring says.
 
         Servers close idle connections (HBase's Thrift server after
         ``hbase.thrift.server.socket.read.timeout``, 60 s by default; ``socorro-store serve`` after
         ``--idle-timeout``, 60 s), and a call sent on a connection the server closed fails after
-        it was sent: retried if idempotent, but an append, increment or checkAndPut would fail.
-        A fresh TCP connection costs far less than that failure.
+        it was sent: so a connection idle for ``reopen_idle_s`` (:data:`REOPEN_IDLE_S`) is
+        reopened before it is used.
         """
-        last = self._last_used.get(id(conn))
-        if last is not None and time.monotonic() - last >= self.reopen_idle_s:
-            conn.close()
-            conn._refresh_thrift_client()  # as happybase's pool replaces a tainted connection
-            conn.open()
-
-    def _call(self, kind, fn, table=None, idempotent=True):
-        """Run ``fn(client)`` on a pooled connection, retrying as the module docstring says."""
-        delay = self.backoff_s
-        last = None
-        for attempt in range(self.retries + 1):
-            sent = False
+        def timed(client):
+            began = time.monotonic()
             try:
-                pool = self._get_pool()
-                with pool.connection(timeout=max(1.0, self._pool_kwargs["timeout"] / 1000)) as conn:
-                    self._reopen_if_idle(conn)
-                    sent = True
-                    self.count_call(kind)
-                    began = time.monotonic()
-                    try:
-                        return fn(conn.client)
-                    finally:
-                        ended = self._last_used[id(conn)] = time.monotonic()
-                        if kind != "increment_many":  # the time of a call, queueing included
-                            self._call_s += 0.05 * (ended - began - self._call_s)
-            except (thrift.IOError, thrift.IllegalArgument, thrift.AlreadyExists,
-                    TApplicationException) as exc:
-                raise translate_error(exc, table) from None
-            except (*_TRANSIENT, TException) as exc:
-                last = exc
-                if sent and not idempotent:
-                    raise BackendUnavailable(
-                        f"{kind} on {self.host}:{self.port} failed after the request was sent "
-                        f"({type(exc).__name__}: {exc}); not retried because it is not idempotent") from None
-            if attempt < self.retries:
-                time.sleep(delay)
-                delay *= 2
-        # One line an operator can act on: where, and the usual cause (no Thrift server there).
-        raise BackendUnavailable(f"cannot reach the HBase Thrift server at {self.host}:{self.port} ({kind} "
-                                 f"failed after {self.retries + 1} attempt{'s' if self.retries else ''}: {_reason(last)}); is the "
-                                 "Thrift server running (`hbase thrift start`, or `socorro-store serve`)?")
+                return fn(client)
+            finally:
+                if kind != "increment_many":  # the time of a call, queueing included
+                    self._call_s += 0.05 * (time.monotonic() - began - self._call_s)
+
+        return self._get_pool().run(kind, timed, idempotent=idempotent, answered=_ANSWERED,
+                                    translate=lambda exc: translate_error(exc, table))
+
+    def probe_servers(self):
+        """Ask each Thrift server once, on a fresh connection, within ``timeout_ms``:
+        ``[{"server", "ok", "ms", "answer": number of tables | "error"}]``."""
+        return self._get_pool().probe(lambda c: len(c.getTableNames()))
+
+    def table_regions(self, table):
+        """``[{"start", "end", "server", "id"}]`` of the table's regions, by start key: keys as
+        bytes (``b""`` at the table's ends), ``server`` as ``host:port`` of the region server
+        holding it (Thrift1 ``getTableRegions``)."""
+        name = self._name(table)
+        regions = self._call("table_regions", lambda c: c.getTableRegions(name), table)
+        return sorted(({"start": r.startKey or b"", "end": r.endKey or b"",
+                        "server": f"{_text(r.serverName)}:{r.port}", "id": r.id} for r in regions),
+                      key=lambda r: r["start"])
 
     def _family_names(self, table, refresh=False):
         names = self._families.get(table)

@@ -42,6 +42,7 @@ from . import base
 from . import thrift_sizes as sizes
 from .base import Backend, split_column
 from .hbase_thrift2_admin import Thrift2Admin
+from .hbase_servers import parse_servers, server_list
 from .hbase_thrift2_conn import Thrift2Pool
 from .hbase_thrift2_idl import hbase2
 
@@ -101,7 +102,9 @@ class HBaseThrift2Backend(Thrift2Admin, Backend):
 
     def __init__(self, host="localhost", port=9090, transport="buffered", protocol="binary",
                  table_prefix=None, pool_size=4, timeout_ms=30000, retries=3, backoff_s=0.05,
-                 max_frame_mb=None):
+                 max_frame_mb=None, servers=None):
+        """``servers``: every Thrift2 server of the HBase (``[(host, port)]`` or ``"h1:p1,h2:p2"``),
+        spread over and failed over (:mod:`.hbase_servers`); default ``[(host, port)]``."""
         super().__init__()
         if transport not in ("buffered", "framed") or protocol not in ("binary", "compact"):
             raise InvalidArgument(f"transport must be buffered|framed and protocol binary|compact, "
@@ -114,11 +117,13 @@ class HBaseThrift2Backend(Thrift2Admin, Backend):
             self.max_request_bytes = int(max_frame_mb * 1024 * 1024)
         elif max_frame_mb is not None:
             raise InvalidArgument("max_frame_mb applies only to transport='framed'")
-        self.host, self.port = host, port
+        servers = server_list(servers, host, port)
+        self.host, self.port = servers[0]
         self.table_prefix = table_prefix
         self.retries = retries
         self._pool_size = pool_size
-        self._pool_args = dict(host=host, port=port, transport=transport, protocol=protocol, size=pool_size,
+        self._pool_args = dict(host=self.host, port=self.port, servers=servers, transport=transport,
+                               protocol=protocol, size=pool_size,
                                timeout_ms=timeout_ms, retries=retries, backoff_s=backoff_s,
                                # late-bound: a tool may wrap this instance's count_call
                                count_call=lambda kind, n=1: self.count_call(kind, n))
@@ -133,7 +138,13 @@ class HBaseThrift2Backend(Thrift2Admin, Backend):
     def from_url(cls, parsed):
         o = parsed.options
         return cls(parsed.host, parsed.port, o["transport"], o["protocol"], o["table_prefix"],
-                   o["pool_size"], o["timeout_ms"], o["retries"], max_frame_mb=o["max_frame_mb"])
+                   o["pool_size"], o["timeout_ms"], o["retries"], max_frame_mb=o["max_frame_mb"],
+                   servers=getattr(parsed, "servers", None) or parse_servers(parsed.text))
+
+    @property
+    def servers(self):
+        """The :class:`~.hbase_servers.ServerList` of this backend's Thrift2 servers."""
+        return self._pool.servers
 
     @property
     def reopen_idle_s(self):

@@ -114,6 +114,22 @@ class Thrift2Admin:
         self._families[table] = set(families)
         return families
 
+    def table_regions(self, table):
+        """``[{"start", "end", "server", "id"}]`` of the table's regions, by start key: keys as
+        bytes (``b""`` for the table's ends), ``server`` as ``host:port`` of the region server
+        holding it (``getAllRegionLocations``)."""
+        wire = self._name(table)
+        locations = self._pool.call("region_locations", lambda c: c.getAllRegionLocations(wire), table, wire)
+        return sorted(({"start": loc.regionInfo.startKey or b"", "end": loc.regionInfo.endKey or b"",
+                        "server": f"{loc.serverName.hostName}:{loc.serverName.port}",
+                        "id": loc.regionInfo.regionId} for loc in locations), key=lambda r: r["start"])
+
+    def probe_servers(self):
+        """Ask each Thrift2 server once, on a fresh connection, within ``timeout_ms``:
+        ``[{"server", "ok", "ms", "answer": number of tables | "error"}]`` (see
+        :meth:`~.hbase_servers.ServerPool.probe`)."""
+        return self._pool.probe(lambda c: len(c.getTableNamesByNamespace(NAMESPACE)))
+
     def split_points(self, table):
         """The table's region boundaries: every region's start key but the first (empty) one,
         sorted; ``[]`` for a table of one region."""

@@ -1,17 +1,14 @@
-"""Connections to HBase's Thrift2 server: a pool, retries, and the typed errors.
+"""Connections to HBase's Thrift2 servers: a pool, retries, and the typed errors.
 
-A :class:`Thrift2Pool` holds up to ``size`` thriftpy2 clients of ``THBaseService``, opened on
-first use.  :meth:`Thrift2Pool.call` runs one RPC on a pooled client:
-
-* A failure to *connect* is always retried (nothing was sent).  A transport failure after the
-  request was sent is retried, on a fresh connection with exponential backoff, only when the call
-  is idempotent (reads, puts, deletes, admin reads); an increment, append, check-and-put or create
-  is never replayed: the caller gets :class:`BackendUnavailable` and the outcome is unknown.
-* A connection idle for :data:`REOPEN_IDLE_S` is reopened before it is used: HBase's Thrift
-  servers close idle connections after ``hbase.thrift.server.socket.read.timeout`` (60 s), and a
-  request sent on a connection the server closed fails only after it was sent.
-* A connection that failed in any way is closed, never returned to the pool; one that carried a
-  server-side error (``TIOError``) stays usable (the server answered) and goes back.
+A :class:`Thrift2Pool` is a :class:`~.hbase_servers.ServerPool` of thriftpy2 clients of
+``THBaseService`` over the URL's servers (``hbase://H1:P1,H2:P2?api=thrift2``), opened on first
+use.  :meth:`Thrift2Pool.call` runs one RPC on a pooled client with the rules of
+:mod:`.hbase_servers` (the same as Thrift1's): a failure to connect is always retried, on another
+server when there is one; a transport failure after the request was sent is retried (failed
+over) only for idempotent calls; an increment, append, check-and-put or create is never
+replayed (:class:`BackendUnavailable`, outcome unknown); a server that fails is left out and
+tried again later; a connection idle for :data:`REOPEN_IDLE_S` is reopened before use; one that
+carried a server-side error (``TIOError``) stays usable (the server answered).
 
 Errors (:func:`translate_error`): Thrift2 reports Java ``IOException``\\ s as ``TIOError`` whose
 message is the exception's message alone, without its class: a missing table is just the
@@ -20,15 +17,9 @@ caller passes the table's wire name, and a message equal to it is read in the ca
 Java runtime errors arrive as a bare ``TApplicationException`` (type 6, no detail).
 """
 
-import queue
-import socket
-import threading
-import time
-
 from thriftpy2.protocol import TCompactProtocolFactory
 from thriftpy2.rpc import make_client
-from thriftpy2.thrift import TApplicationException, TException
-from thriftpy2.transport import TTransportException
+from thriftpy2.thrift import TApplicationException
 
 try:  # the Cython codecs, as happybase uses; the pure-Python ones otherwise
     from thriftpy2.protocol import TCyBinaryProtocolFactory as _Binary
@@ -41,7 +32,6 @@ except ImportError:  # pragma: no cover - thriftpy2 built without its extensions
 
 from ..errors import (
     BackendError,
-    BackendUnavailable,
     FamilyNotFound,
     InvalidArgument,
     NotACounter,
@@ -49,11 +39,10 @@ from ..errors import (
     TableExists,
     TableNotFound,
 )
+from .hbase_servers import REOPEN_IDLE_S, ServerList, ServerPool, server_list
 from .hbase_thrift2_idl import hbase2
 
-#: Seconds a pooled connection may sit idle before it is reopened (below the servers' 60 s).
-REOPEN_IDLE_S = 30.0
-_TRANSIENT = (TTransportException, socket.error, OSError, EOFError)
+__all__ = ["REOPEN_IDLE_S", "Thrift2Pool", "translate_error"]
 
 
 def _text(value):
@@ -94,113 +83,27 @@ def translate_error(exc, table=None, wire_name=None, creating=False):
     return BackendError(f"{type(exc).__name__}: {exc}")
 
 
-def _reason(exc):
-    message = getattr(exc, "message", None)
-    text = _text(message) if message else f"{type(exc).__name__}: {exc}"
-    return " ".join(text.split())
-
-
-class _Conn:
-    """One client and when it was last used."""
-
-    __slots__ = ("client", "last_used")
-
-    def __init__(self, client):
-        self.client, self.last_used = client, time.monotonic()
-
-
-class Thrift2Pool:
-    """Up to ``size`` connections to one Thrift2 server; see the module docstring."""
+class Thrift2Pool(ServerPool):
+    """Up to ``size`` connections over the Thrift2 servers ``servers`` (default ``[(host, port)]``);
+    see the module docstring."""
 
     def __init__(self, host, port, transport="buffered", protocol="binary", size=4, timeout_ms=30000,
-                 retries=3, backoff_s=0.05, count_call=None):
-        self.host, self.port, self.size = host, port, size
-        self.timeout_ms, self.retries, self.backoff_s = timeout_ms, retries, backoff_s
-        self.reopen_idle_s = REOPEN_IDLE_S
+                 retries=3, backoff_s=0.05, count_call=None, servers=None):
+        self.host, self.port = host, port
         self._trans = _Framed() if transport == "framed" else _Buffered()
         self._proto = TCompactProtocolFactory() if protocol == "compact" else _Binary()
-        self._count = count_call or (lambda kind: None)
-        self._idle = queue.LifoQueue()
-        self._slots = threading.BoundedSemaphore(size)
-        self._closed = False
+        super().__init__(servers if isinstance(servers, ServerList) else ServerList(server_list(servers, host, port)),
+                         self._open, size=size, timeout_ms=timeout_ms, retries=retries, backoff_s=backoff_s,
+                         count_call=count_call, label="HBase Thrift2 server", hint="; is it running (`hbase thrift2 start`)?")
 
-    def _open(self):
-        return _Conn(make_client(hbase2.THBaseService, self.host, self.port, timeout=self.timeout_ms,
-                                 proto_factory=self._proto, trans_factory=self._trans))
-
-    def _borrow(self):
-        """A connection, reopened if idle too long; blocks while ``size`` are in use."""
-        if not self._slots.acquire(timeout=max(1.0, self.timeout_ms / 1000)):
-            raise BackendUnavailable(f"no free connection to {self.host}:{self.port} within "
-                                     f"{self.timeout_ms} ms (pool_size={self.size})")
-        try:
-            try:
-                conn = self._idle.get_nowait()
-            except queue.Empty:
-                return self._open()
-            if time.monotonic() - conn.last_used >= self.reopen_idle_s:
-                conn.client.close()
-                return self._open()
-            return conn
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def _give_back(self, conn, healthy):
-        try:
-            if healthy and not self._closed:
-                conn.last_used = time.monotonic()
-                self._idle.put(conn)
-            else:
-                conn.client.close()
-        finally:
-            self._slots.release()
+    def _open(self, host, port, timeout_ms=None):
+        client = make_client(hbase2.THBaseService, host, port, timeout=timeout_ms or self.timeout_ms,
+                             proto_factory=self._proto, trans_factory=self._trans)
+        return client, client
 
     def call(self, kind, fn, table=None, wire_name=None, idempotent=True, creating=False):
-        """``fn(client)`` on a pooled connection, counted as one ``kind`` call; retried as the
-        module docstring says; Thrift2 errors raised as :mod:`socorro_store.errors`."""
-        delay, last = self.backoff_s, None
-        for attempt in range(self.retries + 1):
-            conn = None
-            try:
-                conn = self._borrow()
-            except _TRANSIENT as exc:  # could not connect: nothing was sent
-                last = exc
-            else:
-                healthy = False
-                try:
-                    self._count(kind)
-                    result = fn(conn.client)
-                    healthy = True
-                    return result
-                except (hbase2.TIOError, hbase2.TIllegalArgument) as exc:
-                    healthy = True  # the server answered; the connection is fine
-                    raise translate_error(exc, table, wire_name, creating) from None
-                except TApplicationException as exc:
-                    healthy = True
-                    raise translate_error(exc, table, wire_name, creating) from None
-                except (*_TRANSIENT, TException) as exc:
-                    last = exc
-                    if not idempotent:
-                        raise BackendUnavailable(
-                            f"{kind} on the Thrift2 server at {self.host}:{self.port} failed after the "
-                            f"request was sent ({_reason(exc)}); not retried because it is not "
-                            "idempotent") from None
-                finally:
-                    self._give_back(conn, healthy)
-            if attempt < self.retries:
-                time.sleep(delay)
-                delay *= 2
-        raise BackendUnavailable(
-            f"cannot reach the HBase Thrift2 server at {self.host}:{self.port} ({kind} failed after "
-            f"{self.retries + 1} attempt{'s' if self.retries else ''}: {_reason(last)}); is it running "
-            "(`hbase thrift2 start`)?")
-
-    def close(self):
-        """Close every idle connection; connections in use are closed when given back."""
-        self._closed = True
-        while True:
-            try:
-                self._idle.get_nowait().client.close()
-            except queue.Empty:
-                return
+        """``fn(client)`` on a pooled connection, counted as one ``kind`` call; retried and failed
+        over as the module docstring says; Thrift2 errors raised as :mod:`socorro_store.errors`."""
+        return self.run(kind, fn, idempotent=idempotent,
+                        answered=(hbase2.TIOError, hbase2.TIllegalArgument, TApplicationException),
+                        translate=lambda exc: translate_error(exc, table, wire_name, creating))

@@ -254,6 +254,14 @@ def _listed(moment, crash_id, cells):
             "reason": field("reason"), "address": field("address"), "build": field("build")}
 
 
+def _below(key):
+    """The start of a reverse scan of the rows strictly below ``key`` (a reverse scan's start is
+    inclusive): ``key`` with its last byte lowered.  Every index row of one signature has the
+    same length (escaped name, 0x00, time, crash id), so no row of it lies between the two; the
+    last byte is a crash id's digit, never 0x00."""
+    return key[:-1] + bytes([key[-1] - 1])
+
+
 def signature_page(backend, signature, limit=50, before=None, after=None, details=True):
     """One page of ``signature``'s crashes, newest first, by cursor (never by offset).
 
@@ -280,10 +288,10 @@ def signature_page(backend, signature, limit=50, before=None, after=None, detail
     cursor = before or after
     at = K.signature_index_key(signature, *cursor) if cursor is not None else None
     if after is None:
-        rows = backend.scan(K.SIGNATURE_OOID, start=at or high, stop=low, reverse=True, columns=[K.COL_OOID],
-                            page_size=limit + 1)
+        rows = backend.scan(K.SIGNATURE_OOID, start=_below(at) if at else high, stop=low, reverse=True,
+                            columns=[K.COL_OOID], page_size=limit + 1)
     else:
-        rows = backend.scan(K.SIGNATURE_OOID, start=at, stop=high, columns=[K.COL_OOID], page_size=limit + 1)
+        rows = backend.scan(K.SIGNATURE_OOID, start=at + b"\x00", stop=high, columns=[K.COL_OOID], page_size=limit + 1)
     pointers = ((moment, crash_id) for row, _cells, (_name, moment, crash_id)
                 in readable_rows(rows, K.parse_signature_index_key, K.SIGNATURE_OOID)
                 if row.startswith(low) and row != at)  # the cursor's own row, the reverse scan's top

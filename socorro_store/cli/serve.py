@@ -7,7 +7,7 @@ from ..backends import open_backend
 from ..config import parse_url, with_options
 from ..errors import ConfigError
 from ..schema import table_admin as admin
-from .common import local_url_option, open_existing, url_of
+from .common import echo_json, local_url_option, open_existing, url_of
 
 
 @click.command()
@@ -66,18 +66,29 @@ def serve(ctx, host, port, transport, protocol, allow_remote, max_frame_mb, idle
 
 
 @click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
 @click.pass_context
-def ping(ctx):
+def ping(ctx, as_json):
     """Exit 0 when the store answers (one cheap call: list the tables), else 1 with one line.
 
-    An hbase:// store gets one attempt within its timeout_ms (no retries); a missing embedded
-    store is refused with the `tables create` hint.
+    An hbase:// store gets one attempt within its timeout_ms (no retries; a server that does not
+    answer is left for the next one); a missing embedded store is refused with the `tables create`
+    hint.  For a URL naming several Thrift servers (hbase://H1:P1,H2:P2) each is asked once and
+    the line says which answer: the store answers while one does.
     """
     # One attempt: a dead server is reported within the timeout, not after the retry budget.
     url = with_options(url_of(ctx), retries=0) if parse_url(url_of(ctx)).scheme == "hbase" else url_of(ctx)
     with open_backend(url, create=False) as backend:
-        count = len(backend.list_tables())
-    click.echo(f"ok: {parse_url(url_of(ctx)).text} answers ({count} tables)")
+        answer = admin.ping(backend)
+    if as_json:
+        echo_json({"url": parse_url(url_of(ctx)).text, **answer})
+        return
+    line = f"ok: {parse_url(url_of(ctx)).text} answers ({answer['tables']} tables)"
+    if "servers" in answer:
+        line += "; servers: " + ", ".join(
+            f"{item['server']} ok" if item["ok"] else f"{item['server']} DOWN ({item['error']})"
+            for item in answer["servers"])
+    click.echo(line)
 
 
 COMMANDS = [serve, ping]

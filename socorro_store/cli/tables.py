@@ -99,7 +99,9 @@ def list_(ctx, fmt):
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def describe(ctx, name, as_json):
-    """Show a live table's families and their attributes (None: the backend cannot read it)."""
+    """Show a live table's families and their attributes (None: the backend cannot read it); on
+    HBase its regions and the region server holding each, and, for a URL naming several Thrift
+    servers, which of them answer."""
     with open_existing(ctx) as backend:
         info = admin.describe_table(backend, name)
     if as_json:
@@ -113,6 +115,13 @@ def describe(ctx, name, as_json):
     if info.get("unreadable"):
         click.echo("  not readable through this backend (ask the server, e.g. the HBase shell's describe): "
                    + ", ".join(info["unreadable"]))
+    if "regions" in info:
+        spread = ", ".join(f"{server} {count}" for server, count in info["region_servers"].items())
+        click.echo(f"  regions: {len(info['regions'])} on {len(info['region_servers'])} region server(s) ({spread})")
+        for region in info["regions"]:
+            click.echo(f"    [{region['start']!r}, {region['end']!r}) on {region['server']}")
+    for item in info.get("servers", ()):
+        click.echo(f"  thrift server {item['server']}: " + ("answers" if item["ok"] else f"DOWN ({item['error']})"))
 
 
 @tables.command()

@@ -10,9 +10,12 @@ three optional backend class attributes:
 - ``presplit_at_create``: False when ``create_table`` cannot pre-split (Thrift1).  Salted tables
   created so are reported with the HBase shell statements that pre-split them.
 
-and one optional method: ``split_points(name)``, the live table's region boundaries (every
-region's start key but the first), on backends that can read regions (HBase's Thrift2).  There
+and optional methods: ``split_points(name)``, the live table's region boundaries (every region's
+start key but the first), on backends that can read regions (HBase's Thrift2).  There
 :func:`verify_tables` also reports a salted table not split on its salt boundaries.
+``table_regions(name)`` (HBase, both APIs: each region's start and end keys and the region server
+holding it) and ``probe_servers()`` (HBase: each Thrift server of the URL asked once) feed
+:func:`describe_table` and :func:`ping`.
 
 Codecs.  A cluster may lack a codec the specs ask for (LZO without its library, SNAPPY without
 Hadoop's native code).  HBase refuses such a create; so before creating anything,
@@ -268,12 +271,40 @@ def split_drift(backend, spec):
             f"has one region per salt: recreate it empty, or split it in the HBase shell)"]
 
 
+def _key_text(key):
+    """A region boundary as text: the store's keys are ASCII; any other byte as ``\\xNN``."""
+    return key.decode("utf-8", "backslashreplace")
+
+
+def ping(backend):
+    """Whether the store answers, and through which servers.
+
+    ``{"ok": True, "tables": N}`` after one cheap call (list the tables; it raises
+    :class:`~socorro_store.errors.BackendUnavailable` when no server answers).  On a backend with
+    several servers (``probe_servers``: an ``hbase://H1:P1,H2:P2`` URL) also ``"servers"``:
+    ``[{"server": "host:port", "ok": bool, "ms": float, "error": str (when not ok)}]``, each
+    asked once on a fresh connection, and ``"servers_down"``, how many did not answer; the store
+    answers while one server does.
+    """
+    servers = ping_servers(backend)
+    out = {"ok": True, "tables": len(backend.list_tables())}
+    if servers is not None:
+        out["servers"] = servers
+        out["servers_down"] = sum(not item["ok"] for item in servers)
+    return out
+
+
 def describe_table(backend, name):
     """``{"name":…, "families": {family: {ATTRIBUTE: value}}}`` of a live table.
 
     An attribute the backend cannot read has the value None, and is listed under
     ``not_applicable`` (the backend has no such thing) or ``unreadable`` (the server has it, the
     backend's API cannot read it: ask the server's own tools).
+
+    On HBase also ``"regions"``: ``[{"start", "end", "server"}]``, each region's keys (text;
+    ``""`` at the table's ends) and the region server holding it, and ``"region_servers"``:
+    ``{server: number of the table's regions}``; and, for a URL naming several Thrift servers,
+    ``"servers"`` as :func:`ping` gives them.
     """
     families = backend.describe_table(name)
     not_applicable, unreachable = attribute_limits(backend)
@@ -285,7 +316,28 @@ def describe_table(backend, name):
         out["not_applicable"] = not_applicable
     if unreachable:
         out["unreadable"] = sorted(unreachable)
+    table_regions = getattr(backend, "table_regions", None)
+    if table_regions is not None:
+        regions = table_regions(name)
+        out["regions"] = [{"start": _key_text(r["start"]), "end": _key_text(r["end"]), "server": r["server"]}
+                          for r in regions]
+        counts = {}
+        for region in regions:
+            counts[region["server"]] = counts.get(region["server"], 0) + 1
+        out["region_servers"] = dict(sorted(counts.items()))
+    pinged = ping_servers(backend)
+    if pinged is not None:
+        out["servers"] = pinged
     return out
+
+
+def ping_servers(backend):
+    """Each Thrift server of a URL naming several, asked once (as in :func:`ping`); None for a
+    backend of one server."""
+    probe, servers = getattr(backend, "probe_servers", None), getattr(backend, "servers", None)
+    if probe is None or servers is None or len(servers) < 2:
+        return None
+    return [{k: v for k, v in item.items() if k != "answer"} for item in probe()]
 
 
 def ddl_statements(specs=None, table_prefix="", codec_map=None, only=None):

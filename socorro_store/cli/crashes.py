@@ -5,6 +5,7 @@ import sys
 import click
 
 from ..demo import run_demo
+from ..schema.timeparse import parse_day
 from .common import echo_json, local_url_option, url_of
 
 
@@ -16,14 +17,19 @@ from .common import echo_json, local_url_option, url_of
 @click.option("--dump-kb", type=click.IntRange(0), default=150, show_default=True,
               help="Average minidump size in KB (0: metadata-only crashes).")
 @click.option("--seed", type=int, default=None, help="Random seed (default: a new one per run).")
+@click.option("--day", default=None, metavar="YYYY-MM-DD",
+              help="Submit the crashes over this whole UTC day (default: today, up to now).")
 @local_url_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
-def demo(ctx, count, processors, dump_kb, seed, local_url, as_json):
-    """Simulate a collector, processors and readers on the store, then print what it holds."""
+def demo(ctx, count, processors, dump_kb, seed, day, local_url, as_json):
+    """Simulate a collector, processors and readers on the store, then print what it holds.
+
+    The crashes are today's, submitted up to now (so `web` shows them at once), unless --day."""
     url = url_of(ctx, local_url)
+    day = parse_day(day, "--day")[0].date() if day is not None else None
     with click.progressbar(length=count, label="collect + process", file=sys.stderr) as bar:
-        report = run_demo(url, crashes=count, processors=processors, seed=seed, dump_kb=dump_kb,
+        report = run_demo(url, crashes=count, processors=processors, seed=seed, dump_kb=dump_kb, day=day,
                           progress=bar.update)
     if as_json:
         echo_json(report)

@@ -200,3 +200,44 @@ def hbase_real_thrift2_pool(hbase_real, hbase_real_thrift2_url):
     yield pool
     if local is None:
         pool.drop_all()
+
+
+# -- a pseudo-distributed cluster (issue 31): opt-in, it runs 3 + 2N JVMs ----------------------------
+
+CLUSTER_ENV = "SOCORRO_STORE_TEST_CLUSTER"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-cluster", action="store_true", default=False,
+                     help=f"run the tests on a local HBase cluster of 3 region servers (or ${CLUSTER_ENV}=1)")
+
+
+def cluster_wanted(config):
+    return config.getoption("--run-cluster") or os.environ.get(CLUSTER_ENV, "") not in ("", "0")
+
+
+@pytest.fixture(scope="session")
+def hbase_cluster(request, tmp_path_factory):
+    """A started ``local_hbase_cluster.LocalHBaseCluster`` of 3 region servers (Thrift1 and Thrift2
+    servers, one each per region server).  Opt-in: ``--run-cluster`` or ``$SOCORRO_STORE_TEST_CLUSTER=1``."""
+    if not cluster_wanted(request.config):
+        pytest.skip(f"the HBase cluster tests start 11 JVMs (~1 min here): opt in with --run-cluster "
+                    f"or {CLUSTER_ENV}=1")
+    from local_hbase import HBaseUnavailable, require_tools
+    from local_hbase_cluster import LocalHBaseCluster
+
+    try:
+        require_tools()
+    except HBaseUnavailable as exc:
+        pytest.skip(f"no real HBase: {exc}")
+    cluster = LocalHBaseCluster(tmp_path_factory.mktemp("hbase-cluster"), region_servers=3, thrift2=True,
+                                log=print)
+    try:
+        cluster.start()
+    except HBaseUnavailable as exc:
+        pytest.fail(f"the HBase cluster did not start: {exc}", pytrace=False)
+    print(f"HBase cluster of 3 region servers ready in {cluster.started_in_s:.1f} s")
+    try:
+        yield cluster
+    finally:
+        cluster.stop(grace_s=10)

@@ -10,9 +10,11 @@ The whole module skips, saying what is missing, without Playwright for Python or
 ``/usr/bin/chromium`` (``.ci/run`` installs Debian's ``chromium`` when it runs as root).  The
 browser is launched once for the module, never downloaded (no ``playwright install``).
 
-The README's screenshots are this journey's::
+The demo's pages (``demo_site``: what ``socorro-store demo`` writes): the report page as
+crash-stats shows it (details, crashing thread, modules; no protected annotation), and the
+signature page walked by its cursors.  The README's screenshots are the demo's pages::
 
-    SOCORRO_STORE_ARTIFACTS=docs/images pytest -q tests/test_web_browser.py -k journey
+    SOCORRO_STORE_ARTIFACTS=docs/images pytest -q tests/test_web_browser.py -k readme
 """
 
 import os
@@ -54,6 +56,7 @@ TOP = "mozilla::dom::ScriptLoader::ProcessRequest"
 # written right to left), and an attribute breakout for values that land in href="…".
 HOSTILE = "<script>window.__xss=1</script> \"'& ñ ☃ שלום"
 HOSTILE_ATTR = "\"><img src=x onerror=\"window.__xss=2\">"
+PROTECTED = "call me at jane.doe@example.com"  # a Comments annotation: shown only with --unredacted
 # The background: crashes over the last two days behind the chart and the home page's top 10.
 BACKGROUND = [("js::gc::Arena::finalize", 0.30), ("OOM | small", 0.25), ("mozalloc_abort | abort", 0.20),
               ("IPCError-browser | ShutDownKill", 0.12), ("libxul.so@0x1a2b3c", 0.08),
@@ -87,7 +90,8 @@ def _store_crashes(rng):
         add(NOW - timedelta(seconds=3590 - i * 140), TOP, *rng.choice(PRODUCTS))
     for i in range(3):
         add(NOW - timedelta(minutes=50 - i * 15), HOSTILE, "Firefox", "132.0.1", "Linux",
-            Comments=HOSTILE, AppNotes=HOSTILE_ATTR, Notes="ñ ☃ & <b>not bold</b>")
+            AbortMessage=HOSTILE, GraphicsCriticalError=HOSTILE_ATTR, Notes="ñ ☃ & <b>not bold</b>",
+            Comments=PROTECTED)
     counts = Counter(signature for _s, _c, signature, *_rest in crashes)
     assert max(n for signature, n in counts.items() if signature != TOP) < counts[TOP]
     return sorted(crashes, key=lambda crash: crash[0])
@@ -134,11 +138,9 @@ def browser():
             launched.close()
 
 
-@pytest.fixture
-def page(browser, site):
+def _watched_page(browser, base):
     """A fresh page whose ``problems`` list records console errors and warnings, page errors and
-    every request to another origin than the server's."""
-    base, _ids = site
+    every request to another origin than ``base``."""
     context = browser.new_context(viewport=VIEWPORT)
     opened = context.new_page()
     opened.problems = []
@@ -154,6 +156,40 @@ def page(browser, site):
     opened.on("console", on_console)
     opened.on("pageerror", lambda error: opened.problems.append(f"page error: {error}"))
     opened.on("request", on_request)
+    return context, opened
+
+
+@pytest.fixture
+def page(browser, site):
+    """A fresh watched page (:func:`_watched_page`) of :func:`site`."""
+    context, opened = _watched_page(browser, site[0])
+    yield opened
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def demo_site(tmp_path_factory):
+    """``(base URL, store)``: a server over what ``socorro-store demo`` writes (1,500 crashes
+    submitted today up to :data:`NOW`, processed by its processors)."""
+    from socorro_store.demo import run_demo  # noqa: PLC0415
+
+    url = f"embedded://{tmp_path_factory.mktemp('demo') / 'store'}"
+    run_demo(url, crashes=1500, processors=2, dump_kb=2, seed=33, now=NOW)
+    with open_store(url) as store:
+        server = make_server("127.0.0.1", 0, create_app(store, now=lambda: NOW), threaded=True)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_port}", store
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join(10)
+
+
+@pytest.fixture
+def demo_page(browser, demo_site):
+    context, opened = _watched_page(browser, demo_site[0])
     yield opened
     context.close()
 
@@ -194,7 +230,7 @@ def test_journey_home_to_signature_to_report(page, site, artifacts):
     links = page.locator("a.signature-link")
     assert 1 < links.count() <= 10
     assert TOP in links.all_inner_texts() and HOSTILE in links.all_inner_texts()
-    _shot(page, artifacts, "home")
+    _shot(page, artifacts, "journey-home")
 
     first = links.first
     assert first.inner_text() == TOP  # today's top signature, ranked first
@@ -206,7 +242,7 @@ def test_journey_home_to_signature_to_report(page, site, artifacts):
     _visible_chart(page)
     crash_links = page.locator("a.crash-link")
     assert crash_links.all_inner_texts() == ids[TOP]  # every crash of it, newest first
-    _shot(page, artifacts, "signature")
+    _shot(page, artifacts, "journey-signature")
 
     newest = ids[TOP][0]
     crash_links.first.click()
@@ -214,7 +250,7 @@ def test_journey_home_to_signature_to_report(page, site, artifacts):
     assert page.locator("#crash-id").inner_text() == newest
     assert page.locator("#processing-state").is_visible()
     assert TOP in page.locator("#processing-state").inner_text()
-    _shot(page, artifacts, "report")
+    _shot(page, artifacts, "journey-report")
     assert page.problems == []
 
 
@@ -257,6 +293,7 @@ def test_hostile_strings_are_shown_as_text_and_never_run(page, site):
     page.wait_for_url(f"**/report/index/{ids[HOSTILE][0]}")
     raw = page.locator("#raw-crash").inner_text()
     assert HOSTILE in raw and HOSTILE_ATTR in raw and "ñ ☃ & <b>not bold</b>" in raw
+    assert "jane.doe" not in page.locator("main").inner_text()
     assert HOSTILE in page.locator("#processing-state").inner_text()
     assert page.locator("main script, main img, main b").count() == 0
     assert page.evaluate("typeof window.__xss") == "undefined"
@@ -297,10 +334,98 @@ def test_error_pages_render_without_console_errors(page, site):
     assert [p for p in page.problems if "the server responded with a status of 4" not in p] == []
 
 
-def test_the_readme_screenshots_are_this_journeys():
-    """docs/images/web-*.png, shown by the README, are what the journey saves (the module
-    docstring's command): PNGs of the viewport, small enough for the repository."""
+def test_the_readme_screenshots_are_the_demos():
+    """docs/images/web-*.png, shown by the README, are what the demo's screenshots test saves
+    (the module docstring's command): PNGs of the viewport, small enough for the repository."""
     images = Path(__file__).resolve().parent.parent / "docs" / "images"
     for name in ("home", "signature", "report"):
         data = (images / f"web-{name}.png").read_bytes()
         assert _png_size(data) == (VIEWPORT["width"], VIEWPORT["height"]) and len(data) < 300_000
+
+
+def _demo_crash(store, wanted):
+    """The newest crash of the demo whose raw crash satisfies ``wanted``."""
+    start = NOW.replace(hour=0, minute=0)
+    for cid in reversed(list(store.crashes_submitted(start, NOW))):
+        raw = store.get_raw_crash(cid)
+        if wanted(raw):
+            return cid, raw
+    raise AssertionError("the demo wrote no such crash")
+
+
+def test_readme_screenshots_of_the_demo(demo_page, demo_site, artifacts):
+    base, _store = demo_site
+    page = demo_page
+    assert page.goto(base + "/").status == 200
+    _visible_chart(page)
+    today = page.locator("p.meta", has_text="processed crashes today").inner_text()
+    assert int(today.split(" ")[0].replace(",", "")) > 1000
+    _shot(page, artifacts, "home")
+    page.locator("a.signature-link").first.click()
+    page.wait_for_url("**/signature/?**")
+    _visible_chart(page)
+    page.locator("table.crashes").scroll_into_view_if_needed()
+    page.evaluate("window.scrollTo(0, 0)")
+    _shot(page, artifacts, "signature")
+    page.locator("a.crash-link").first.click()
+    page.wait_for_url("**/report/index/**")
+    assert page.locator("table.frames tbody tr").count() >= 3
+    _shot(page, artifacts, "report")
+    assert page.problems == []
+
+
+def test_report_page_as_crash_stats_shows_it(demo_page, demo_site):
+    base, store = demo_site
+    cid, raw = _demo_crash(store, lambda raw: "Comments" in raw and "HangID" not in raw)
+    processed = store.get_unredacted_processed(cid)
+    page = demo_page
+    assert page.goto(f"{base}/report/index/{cid}").status == 200
+    details = dict(row.split("\t", 1) for row in page.locator("#details-table tr").all_inner_texts())
+    for label, field in (("OS", "os_name"), ("OS Version", "os_pretty_version"), ("Crash Reason", "reason"),
+                         ("Crash Address", "address"), ("Build ID", "build"), ("Process Type", "process_type"),
+                         ("Release Channel", "release_channel"), ("Build Architecture", "cpu_arch")):
+        assert details[label] == str(processed[field]), label
+    assert details["Date Processed"].endswith(" UTC") and details["Startup Crash"] in ("yes", "no")
+    functions = page.locator("table.frames td.function").all_inner_texts()
+    top = processed["signature"].split(" | ")[0]
+    assert functions[0].startswith(top) or processed["signature"].startswith(("OOM", "libxul", "IPCError"))
+    modules = page.locator("table.modules tbody tr").all_inner_texts()
+    assert len(modules) == len(processed["json_dump"]["modules"]) and processed["json_dump"]["modules"][0]["debug_id"] in modules[0]
+    page.click("nav.tabs a[href='#modules']")
+    assert page.url.endswith("#modules") and page.locator("#modules").is_visible()
+    text = page.locator("main").inner_text()
+    assert raw["Comments"] not in text and raw["URL"] not in text and "someone@example.com" not in text
+    assert "protected or unlisted annotations left out" in text
+    assert page.problems == []
+
+
+def test_signature_pages_walked_by_their_cursors(demo_page, demo_site):
+    base, store = demo_site
+    page = demo_page
+    page.goto(base + "/")
+    page.locator("a.signature-link").first.click()
+    page.wait_for_url("**/signature/?**")
+    signature = page.locator("h1#signature").inner_text()
+    every = list(reversed(list(store.crashes_by_signature(signature))))  # newest first
+    assert len(every) > 100
+    seen, pages = [], []
+    while True:
+        ids = page.locator("a.crash-link").all_inner_texts()
+        assert 0 < len(ids) <= 50
+        pages.append(ids)
+        seen += ids
+        older = page.locator("a.pager-older")
+        if older.count() == 0:
+            break
+        older.click()
+        page.wait_for_url("**before=**")
+        assert page.locator("a.pager-newer").count() == 1
+    assert seen == every and len(pages) == -(-len(every) // 50)
+    page.locator("a.pager-newer").click()
+    page.wait_for_url("**after=**")
+    assert page.locator("a.crash-link").all_inner_texts() == pages[-2]
+    page.locator("a.pager-newest").click()
+    assert page.locator("a.crash-link").all_inner_texts() == pages[0] and page.locator("a.pager-newer").count() == 0
+    response = page.goto(base + "/signature/?signature=x&before=not-a-cursor")
+    assert response.status == 400 and "not a page cursor" in page.locator("#error-message").inner_text()
+    assert [p for p in page.problems if "status of 400" not in p] == []

@@ -147,7 +147,8 @@ def test_top_crashers_split_by_os_with_the_first_appearance(small_store):
     assert row["first_appearance"] == {"level": "hour", "start": "2016-09-18T12:00:00+00:00"}
     assert data["os_columns"] == ["Windows NT", "Linux", "Mac OS X"]
     html = client.get("/topcrashers/?day=2016-09-18").get_data(as_text=True)
-    assert '<th class="num os">Windows NT</th>' in html and "2016-09-18 12:00:00 UTC" in html
+    assert '<th class="num os">Windows NT</th>' in html and "First appearance (UTC)" in html
+    assert '<span title="the hour starting 2016-09-18 12:00:00 UTC">2016-09-18</span>' in html
     assert "(2016-09-18 00:00:00 UTC to 2016-09-19 00:00:00 UTC," in html
     linux = client.get("/api/topcrashers?day=2016-09-18&product=Firefox&version=120.0").get_json()
     assert linux["signatures"][0]["os"] == {"Windows NT": 5, "Linux": 2, "Mac OS X": 1}

@@ -25,6 +25,19 @@ def when(value):
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def epoch(value):
+    """Epoch seconds (a number, or digits as Socorro's annotations hold them) as :func:`when`
+    writes a time; anything else as text."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return when(datetime.fromtimestamp(value, timezone.utc))
+        except (OverflowError, OSError, ValueError):
+            return text(value)
+    return text(value)
+
+
 def hour_label(row):
     """A metrics hour row ``YYYY-MM-DDTHH`` as an axis label carrying its date: ``11-14 15h``."""
     return f"{row[5:10]} {row[11:13]}h" if len(row) >= 13 else row

@@ -33,7 +33,7 @@ DETAILS = [
     ("Uptime", ("uptime",), None, display.duration),
     ("Last Crash", ("last_crash",), "SecondsSinceLastCrash", display.duration),
     ("Install Age", ("install_age",), None, display.duration),
-    ("Install Time", ("install_time",), None, display.text),
+    ("Install Time", ("install_time",), "InstallTime", display.epoch),
     ("Product", ("product",), "ProductName", display.text),
     ("Release Channel", ("release_channel",), "ReleaseChannel", display.text),
     ("Version", ("version",), "Version", display.text),

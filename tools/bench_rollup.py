@@ -168,11 +168,11 @@ def peak_rss_mb():
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def bench_one(url, days, per_day, drift, seed, direct=False, trace=False, probe_writes=True):
+def bench_one(url, days, per_day, drift, seed, direct=False, trace=False, probe_writes=True, signatures=3000):
     with open_store(url) as store:
         store.create_tables()
         t0 = time.perf_counter()
-        crashes = load_direct(store.backend, days, per_day, seed) if direct else ingest(store, days, per_day, seed)
+        crashes = load_direct(store.backend, days, per_day, seed, signatures=signatures) if direct else ingest(store, days, per_day, seed)
         ingest_s = time.perf_counter() - t0
         rss_before = peak_rss_mb()
         corrupted = corrupt(store.backend, drift, seed)
@@ -264,6 +264,8 @@ def main(argv=None):
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--direct", action="store_true",
                         help="write the crashes straight into the tables (batched; for large volumes)")
+    parser.add_argument("--signatures", type=int, default=3000,
+                        help="signature names the crashes are drawn from (Zipf; --direct only; default 3000)")
     parser.add_argument("--tracemalloc", action="store_true", help="report the roll-up's Python allocation peak")
     parser.add_argument("--memory-only", action="store_true",
                         help="no write probe (it holds 8 bytes per counter cell written, about 8 MB at 3 M "
@@ -277,7 +279,7 @@ def main(argv=None):
         for days in day_counts:
             results.append(bench_one(isolated(args.url, workdir, f"d{days}"), days, args.per_day,
                                      args.drift, args.seed, args.direct, args.tracemalloc,
-                                     not args.memory_only))
+                                     not args.memory_only, args.signatures))
             print(f"D={days}: {results[-1]['seconds']} s", file=sys.stderr)
     add_ratios(results)
     if args.json:

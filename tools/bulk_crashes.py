@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 from socorro_store.backends.base import RowMutation
 from socorro_store.demo import Zipf, crash_id_for, signature_names
 from socorro_store.schema import keys as K
+from socorro_store.schema.crash_facts import COL_OS_NAME, COL_PRODUCT, COL_VERSION
 
 START = datetime(2016, 9, 1, tzinfo=timezone.utc)
 BATCH = 2000
@@ -39,8 +40,17 @@ def crashes_of_day(day, per_day, rng, names, zipf, uniform=False):
                rng.choice((0, 1, 2, None)))
 
 
+#: the products, versions and operating systems of the crashes (their dimensioned counters)
+PRODUCTS = ("Firefox", "Fennec", "Thunderbird", "SeaMonkey")
+VERSIONS = tuple(f"{major}.0{suffix}" for major in range(45, 53) for suffix in ("", "b1", "a2"))
+OSES = ("Windows NT", "Mac OS X", "Linux")
+
+
 def load_direct(backend, days, per_day, seed=1, start=START, signatures=3000, uniform=False):
-    """Write ``days`` x ``per_day`` processed crashes from ``start``; return how many."""
+    """Write ``days`` x ``per_day`` processed crashes from ``start``; return how many.
+
+    Each crash has a product, version and OS (``flags``), as the store's saves record them, so
+    the dimensioned counters have their real shape (unless ``uniform``)."""
     rng = random.Random(seed)
     names = signature_names(signatures, rng)
     zipf = Zipf(len(names))
@@ -56,6 +66,9 @@ def load_direct(backend, days, per_day, seed=1, start=START, signatures=3000, un
                      K.COL_PROCESSING_ERROR: b"1" if signature is None else b"0", K.COL_PROCESSED_AT: stamp}
             if legacy is not None:
                 cells[K.COL_LEGACY] = str(legacy).encode()
+            if not uniform:
+                cells.update({COL_PRODUCT: rng.choice(PRODUCTS).encode(), COL_VERSION: rng.choice(VERSIONS).encode(),
+                              COL_OS_NAME: rng.choice(OSES).encode()})
             ooid = {K.COL_OOID: crash_id.encode()}
             crash_rows.append(RowMutation(K.crash_row_key(crash_id), cells))
             pointers.append(RowMutation(K.time_index_key(crash_id, submitted), ooid))

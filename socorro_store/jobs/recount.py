@@ -16,8 +16,9 @@
   never rewrites or deletes a counter of an unaccounted interval (``reference/anchors.md``:
   Socorro's own counters count crashes we may not see).
 
-Held state does not depend on the number of crashes: one page of rows, a counter per minute of
-the day, and per signature a counter per hour (the signature counters being computed).
+Held state does not depend on the number of crashes or signatures: one page of rows and a
+counter per minute of the day (per counter name).  The per-signature counts (per hour and
+dimension key) go, a page at a time, to a :class:`~.signature_counts.SignatureCounts` on disk.
 """
 
 import collections
@@ -34,6 +35,7 @@ from ..schema.stored import (
     stored_processed,
     stored_time,
 )
+from .signature_counts import SignatureCounts
 
 PAGE = 500
 CRASH_COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_HANG, K.COL_SIGNATURE]
@@ -45,17 +47,18 @@ class Tally:
 
     ``signature_level``: the interval the signature counts are kept per (``hour``; the recount
     of an expired month or year uses that level, so it holds one number per signature).
+    ``signature_counts``: the :class:`SignatureCounts` they are summed into (a new one when
+    None: :meth:`close` it); its plain counts are keyed ``b""``, the dimensioned ones by key.
     """
 
-    def __init__(self, signature_level="hour", dimensions=None, backend=None):
+    def __init__(self, signature_level="hour", dimensions=None, backend=None, signature_counts=None):
         self.signature_level = signature_level
         # dimension values capped as the live counters cap them (the same registry)
         self.dimensions = dimensions if dimensions is not None else counters.Dimensions()
         self.backend = backend
-        self.dim_signatures = collections.defaultdict(collections.Counter)  # sig row -> {(interval, key): n}
+        self.signature_counts = signature_counts if signature_counts is not None else SignatureCounts()
+        self.page_signatures = collections.Counter()  # (sig row, interval row, key) -> n, this page
         self.minutes = collections.defaultdict(collections.Counter)     # minute row -> {name: n}
-        self.signatures = collections.defaultdict(collections.Counter)  # sig row -> {interval row: n}
-        self.unique = collections.defaultdict(set)                      # hour/day row -> {sig row}
         self.crashes = 0
         self.counted_by_minute = collections.Counter()  # crashes of this day's crash ids, per minute
         self.unaccounted = set()   # minute rows holding crashes that were not counted
@@ -73,12 +76,22 @@ class Tally:
         else:
             self.unaccounted.add(minute_row)
 
+    def end_page(self):
+        """Sum the page's signature counts into :attr:`signature_counts`."""
+        self.signature_counts.add(self.page_signatures)
+        self.page_signatures.clear()
 
-def count_day(backend, start, end, on_page=None, signature_level="hour", page_size=PAGE, dimensions=None):
+    def close(self):
+        self.signature_counts.close()
+
+
+def count_day(backend, start, end, on_page=None, signature_level="hour", page_size=PAGE, dimensions=None,
+              signature_counts=None):
     """Recount the crashes submitted in ``[start, end)``, a range within one UTC day, reading
     ``page_size`` pointers (and their crash rows) at a time.  ``dimensions``: the run's
-    :class:`~socorro_store.crashstore.counters.Dimensions` (its cache is shared by the days)."""
-    tally = Tally(signature_level, dimensions, backend)
+    :class:`~socorro_store.crashstore.counters.Dimensions` (its cache is shared by the days).
+    ``signature_counts``: where the signature counts are summed (see :class:`Tally`)."""
+    tally = Tally(signature_level, dimensions, backend, signature_counts)
     for salt_char in K.SALTS:
         low, high = K.time_index_range(salt_char, start, end)
         page = []
@@ -146,6 +159,7 @@ def _count_page(backend, index_rows, tally, start, end):
             hang_sides.append((cells[K.COL_HANG], crash_id, submitted))
     if hang_sides:
         _count_hang_pairs(backend, hang_sides, tally)
+    tally.end_page()
 
 
 def _count_crash(tally, crash_id, submitted, cells):
@@ -170,12 +184,11 @@ def _count_crash(tally, crash_id, submitted, cells):
         tally.counted_by_minute[rows["minute"]] += 1
     if signature is not None:
         sig_row = K.signature_row(signature)
-        tally.signatures[sig_row][rows[tally.signature_level]] += 1
+        interval = rows[tally.signature_level]
+        tally.page_signatures[(sig_row, interval, b"")] += 1
         dims = tally.dimensions.resolve(tally.backend, counters.crash_dimensions(cells))
         for key in DK.keys_of(dims, DK.SIGNATURE_DIMENSIONS):
-            tally.dim_signatures[sig_row][(rows[tally.signature_level], key)] += 1
-        tally.unique[rows["hour"]].add(sig_row)
-        tally.unique[rows["day"]].add(sig_row)
+            tally.page_signatures[(sig_row, interval, key)] += 1
 
 
 def _count_hang_pairs(backend, hang_sides, tally):

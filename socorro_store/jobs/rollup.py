@@ -66,6 +66,7 @@ from ..errors import InvalidArgument
 from ..schema import dimension_keys as DK
 from ..schema import keys as K
 from . import data_days, recount, runs
+from .signature_counts import SignatureCounts
 
 JOB = "rollup"
 DEFAULT_GRACE_S = 3600
@@ -217,59 +218,78 @@ def _signature_columns(day, cutoff):
     return columns
 
 
-def signature_rows_by_day(backend, days, cutoff):
-    """``{day: {signature row}}``: the rows with a closed signature column of each day (one scan).
+def record_live_signature_rows(backend, days, cutoff, signature_counts):
+    """Record in ``signature_counts`` the rows holding a closed signature column of each of
+    ``days`` (one scan, written as it goes: nothing per row is held).
 
     A scan filtered by columns still reads the whole table server-side, so the roll-up makes one
     per ``_SCAN_DAYS`` days, not one per day, and then reads only these rows.
     """
-    owner = {column: day for day in days for column in _signature_columns(day, cutoff)}
-    found = {day: set() for day in days}
-    if owner:
-        for row, cells in backend.scan(K.SIGNATURES, columns=list(owner), page_size=1000):
-            for column in cells:
-                if column in owner:
-                    found[owner[column]].add(row)
-    return found
+    owner = {column: day.strftime("%Y-%m-%d") for day in days for column in _signature_columns(day, cutoff)}
+    if not owner:
+        return
+    batch = []
+    for row, cells in backend.scan(K.SIGNATURES, columns=list(owner), page_size=1000):
+        batch += [(owner[column], row) for column in cells if column in owner]
+        if len(batch) >= 1000:
+            signature_counts.add_live(batch)
+            batch = []
+    signature_counts.add_live(batch)
 
 
-def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None, signature_rows=None, page_size=recount.PAGE):
+def rollup_day(backend, day, cutoff, corrector, stamp, signature_counts, on_page=None, page_size=recount.PAGE):
     """Make the minute, hour and day counters of ``day`` exact up to ``cutoff``.
 
-    ``signature_rows``: the signature rows holding a column of the day (see
-    :func:`signature_rows_by_day`, which is called when None).
+    ``signature_counts``: the run's :class:`~.signature_counts.SignatureCounts`, whose live rows
+    of ``day`` were recorded by :func:`record_live_signature_rows`; its counts are replaced by
+    the day's.  Memory: the day's per-minute counts, and one chunk of signatures at a time (the
+    corrector is flushed after each hour and each chunk).
     """
     end = min(day + timedelta(days=1), cutoff)
     if end <= day:
         return
-    tally = recount.count_day(backend, day, end, on_page, page_size=page_size, dimensions=corrector.dimensions)
+    signature_counts.clear()
+    tally = recount.count_day(backend, day, end, on_page, page_size=page_size, dimensions=corrector.dimensions,
+                              signature_counts=signature_counts)
     corrector.report["crashes_read"] += tally.crashes
     kept = recount.kept_rows(tally, day, end)
     _report_kept(corrector.report, tally, kept)
-    minutes = _minutes_of(day, end)
     hours = [day + timedelta(hours=h) for h in range(24) if day + timedelta(hours=h + 1) <= end]
     day_closed = day + timedelta(days=1) <= cutoff
-    exact = {}
-    for moment in minutes:
-        row = K.metrics_row(moment, "minute")
-        exact[row] = collections.Counter(tally.minutes.get(row, {}))
-    for hour in hours:
-        row = K.metrics_row(hour, "hour")
-        total = collections.Counter()
-        for m in range(60):
-            total.update(exact[K.metrics_row(hour + timedelta(minutes=m), "minute")])
-        total[counters.UNIQUE_SIGNATURES] = len(tally.unique.get(row, ()))
-        exact[row] = total
+    unique = signature_counts.unique_by_interval()
     day_row = K.metrics_row(day, "day")
-    if day_closed:
+    day_total = collections.Counter()
+    # hour by hour: its minutes, then the hour (the minutes of an open hour at the cutoff too)
+    for hour in hours + ([end.replace(minute=0)] if end.minute else []):
+        exact = {}
         total = collections.Counter()
-        for hour in hours:
-            total.update(exact[K.metrics_row(hour, "hour")])
-        total[counters.UNIQUE_SIGNATURES] = len(tally.unique.get(day_row, ()))
-        exact[day_row] = total
+        for moment in _minutes_of(hour, min(hour + timedelta(hours=1), end)):
+            row = K.metrics_row(moment, "minute")
+            exact[row] = collections.Counter(tally.minutes.pop(row, {}))
+            total.update(exact[row])
+        if hour + timedelta(hours=1) <= end:
+            total[counters.UNIQUE_SIGNATURES] = unique.get(K.metrics_row(hour, "hour"), 0)
+            exact[K.metrics_row(hour, "hour")] = total
+            day_total.update(total)
+        _fix_metrics(backend, corrector, exact, kept, stamp)
+    if day_closed:
+        day_total[counters.UNIQUE_SIGNATURES] = signature_counts.unique()
+        _fix_metrics(backend, corrector, {day_row: day_total}, kept, stamp, day_row=day_row)
+    # signature columns of the closed hours (and the day when closed)
+    wanted = [c for c in _signature_columns(day, cutoff)
+              if c.split(b"_", 1)[1] not in kept]  # hourly_<hour row>, daily_<day row>
+    if wanted:
+        day_column = K.signature_counter_columns(day)["day"] if day_closed else None
+        _fix_day_signatures(backend, corrector, signature_counts, day.strftime("%Y-%m-%d"), set(wanted), day_column)
+    signature_counts.drop_live(day.strftime("%Y-%m-%d"))
+
+
+def _fix_metrics(backend, corrector, exact, kept, stamp, day_row=None):
+    """Fix the metrics rows of ``exact`` (``{row: Counter}``) but the ``kept`` ones; mark hours
+    and ``day_row``; flush."""
     for row in kept:  # never rewrite what we could not recount: Socorro's counters stay
         exact.pop(row, None)
-    live = backend.get_rows(K.METRICS, list(exact), columns=[K.FAMILY_COUNTERS])
+    live = backend.get_rows(K.METRICS, list(exact), columns=[K.FAMILY_COUNTERS]) if exact else {}
     for row, counts in exact.items():
         live_cells = live.get(row, {})
         corrector.fix(K.METRICS, row, _named(counts), _decode_cells(live_cells), _derived_column)
@@ -279,36 +299,29 @@ def rollup_day(backend, day, cutoff, corrector, stamp, on_page=None, signature_r
             corrector.mark(row, stamp, digest(written))
         elif K.parse_metrics_row(row)[0] == "hour":
             corrector.mark(row, stamp)
-    # signature columns of the closed hours (and the day when closed)
-    wanted = [c for c in _signature_columns(day, cutoff)
-              if c.split(b"_", 1)[1] not in kept]  # hourly_<hour row>, daily_<day row>
-    columns = set(wanted)
-    day_column = K.signature_counter_columns(day)["day"]
-    exact_sigs = collections.defaultdict(dict)
-    for sig_row, per_hour in tally.signatures.items():
-        for hour_row, n in per_hour.items():
-            column = K.signature_counter_column("hour", hour_row)
-            if column in columns:
-                exact_sigs[sig_row][column] = n
-            if day_closed and day_column in columns:
-                exact_sigs[sig_row][day_column] = exact_sigs[sig_row].get(day_column, 0) + n
-    for sig_row, per_key in tally.dim_signatures.items():  # the same per dimension key
-        for (hour_row, key), n in per_key.items():
-            column = K.signature_counter_column("hour", hour_row)
-            if column in columns:
-                exact_sigs[sig_row][DK.with_key(column, key)] = n
-            if day_closed and day_column in columns:
-                dim_day = DK.with_key(day_column, key)
-                exact_sigs[sig_row][dim_day] = exact_sigs[sig_row].get(dim_day, 0) + n
-    if wanted:
-        if signature_rows is None:
-            signature_rows = signature_rows_by_day(backend, [day], cutoff)[day]
-        rows = sorted(set(signature_rows) | set(exact_sigs))
+    corrector.flush()
+
+
+def _fix_day_signatures(backend, corrector, signature_counts, day_iso, columns, day_column):
+    """Fix the signature ``columns`` (closed hours, and ``day_column`` unless None) of every
+    signature counted or live on the day, a chunk of rows at a time."""
+    for chunk in signature_counts.rows_of_day(day_iso, 1000):
+        exact_sigs = collections.defaultdict(dict)
+        for sig_row, per_key in signature_counts.counts_of(chunk).items():
+            exact = exact_sigs[sig_row]
+            for (hour_row, key), n in per_key.items():
+                column = K.signature_counter_column("hour", hour_row)
+                if column in columns:
+                    exact[DK.with_key(column, key or None)] = n
+                if day_column in columns:
+                    cell = DK.with_key(day_column, key or None)
+                    exact[cell] = exact.get(cell, 0) + n
         live = {}
-        for i in range(0, len(rows), 1000):  # the whole family: dimensioned columns are open-ended
-            for row, cells in backend.get_rows(K.SIGNATURES, rows[i:i + 1000], columns=[K.FAMILY_COUNTERS]).items():
-                live[row] = {c: v for c, v in cells.items() if DK.split_column(c)[0] in columns}
-        _fix_signatures(corrector, {row: _decode_cells(cells) for row, cells in live.items()}, exact_sigs)
+        # the whole family: dimensioned columns are open-ended
+        for row, cells in backend.get_rows(K.SIGNATURES, chunk, columns=[K.FAMILY_COUNTERS]).items():
+            live[row] = _decode_cells({c: v for c, v in cells.items() if DK.split_column(c)[0] in columns})
+        _fix_signatures(corrector, live, exact_sigs)
+        corrector.flush()
 
 
 def _report_kept(report, tally, kept):
@@ -336,8 +349,9 @@ def _month_days(month):
     return days
 
 
-def rollup_coarse(backend, level, start, corrector, stamp):
-    """Make a closed month or year exact from the level below (or the crash rows if expired)."""
+def rollup_coarse(backend, level, start, corrector, stamp, signature_counts):
+    """Make a closed month or year exact from the level below (or the crash rows if expired,
+    their signature counts summed in the run's ``signature_counts``)."""
     finer = "day" if level == "month" else "month"
     if level == "month":
         parts = _month_days(start)
@@ -355,28 +369,25 @@ def rollup_coarse(backend, level, start, corrector, stamp):
     fine_columns = [K.signature_counter_column(finer, r) for r in part_rows]
     coarse_column = K.signature_counter_columns(start)[level]
     expired_flag = COL_SIG_DAYS_EXPIRED if level == "month" else COL_SIG_MONTHS_EXPIRED
-    exact_sigs = collections.defaultdict(dict)
     expired = expired_flag in live.get(row, {})
     frozen = crashes_expired_before(backend)
     if expired and frozen is not None and start < frozen:
         return  # its detail and its crash rows are both gone: its counters stay as they are
-    if expired:  # day by day, holding one number per signature
+    if expired:  # day by day, into the run's signature counts (one number per signature and key)
+        signature_counts.clear()
         day, end = start, K.interval_end(level, start)
         while day < end:
             tally = recount.count_day(backend, day, day + timedelta(days=1), signature_level=level,
-                                      dimensions=corrector.dimensions)
+                                      dimensions=corrector.dimensions, signature_counts=signature_counts)
             corrector.report["crashes_read"] += tally.crashes
             if tally.unaccounted or tally.whole_day_unaccounted:
                 _report_kept(corrector.report, tally, {row})
                 return  # leave the whole month (year) alone: a crash in it could not be counted
-            for sig_row, per_level in tally.signatures.items():
-                exact_sigs[sig_row][coarse_column] = exact_sigs[sig_row].get(coarse_column, 0) + \
-                    sum(per_level.values())
-            for sig_row, per_key in tally.dim_signatures.items():
-                for (_interval, key), n in per_key.items():
-                    column = DK.with_key(coarse_column, key)
-                    exact_sigs[sig_row][column] = exact_sigs[sig_row].get(column, 0) + n
             day += timedelta(days=1)
+
+    def recounted(per_key):
+        return {DK.with_key(coarse_column, key or None): n for (_interval, key), n in per_key.items()}
+
     # one scan reads the finer columns and the live coarse one; each page is fixed and written as
     # it goes, so what is held is a page of signature rows, not every signature's columns
     unique = 0
@@ -392,16 +403,20 @@ def rollup_coarse(backend, level, start, corrector, stamp):
             elif plain in fine and not expired:
                 sums[DK.with_key(coarse_column, key)] += value
         if expired:
-            exact = exact_sigs.pop(sig_row, {})
+            exact = recounted(signature_counts.pop_counts(sig_row))
         else:
             exact = {c: v for c, v in sums.items() if v}
         corrector.fix(K.SIGNATURES, sig_row, exact, live_coarse, kind="signatures")
         unique += bool(exact.get(coarse_column))
         if n % _SIG_PAGE == _SIG_PAGE - 1:
             corrector.flush()  # rows behind the scan: writing them does not disturb it
-    for sig_row, exact in exact_sigs.items():  # recounted signatures with no live coarse cell
-        corrector.fix(K.SIGNATURES, sig_row, exact, {}, kind="signatures")
-        unique += bool(exact.get(coarse_column))
+    if expired:  # recounted signatures with no row in the scan
+        for chunk in signature_counts.counted_rows(1000):
+            for sig_row, per_key in signature_counts.counts_of(chunk).items():
+                exact = recounted(per_key)
+                corrector.fix(K.SIGNATURES, sig_row, exact, {}, kind="signatures")
+                unique += bool(exact.get(coarse_column))
+            corrector.flush()
     total[K.counter_column(counters.UNIQUE_SIGNATURES)] = unique
     live_cells = live.get(row, {})
     corrector.fix(K.METRICS, row, {c: v for c, v in total.items() if v}, _decode_cells(live_cells), _derived_column)
@@ -471,23 +486,35 @@ def rollup(ctx, backend, until=None, grace_s=DEFAULT_GRACE_S, since=None,
         ctx.save({"cutoff": _iso(cutoff), "days": days, "next": 0, "report": report}, phase="days")
     stamp = _iso(datetime.now(UTC)).encode()
     corrector = Corrector(backend, report)
-    signature_rows = {}
+    with SignatureCounts() as signature_counts:
+        _rollup_days(ctx, backend, cutoff, days, next_index, report, corrector, stamp, signature_counts, page_size)
+        _rollup_months_and_years(ctx, backend, cutoff, days, report, corrector, stamp, signature_counts)
+    ctx.add_counts(crashes_read=report["crashes_read"], cells_written=report["cells_written"],
+                   cells_deleted=report["cells_deleted"])
+    return report
+
+
+def _rollup_days(ctx, backend, cutoff, days, next_index, report, corrector, stamp, signature_counts, page_size):
+    recorded = set()
     for index in range(next_index, len(days)):
-        day = _from_iso(days[index])
-        if day not in signature_rows:  # one signature-table scan per _SCAN_DAYS days
-            signature_rows = signature_rows_by_day(
-                backend, [_from_iso(d) for d in days[index:index + _SCAN_DAYS]], cutoff)
-        rollup_day(backend, day, cutoff, corrector, stamp, on_page=ctx.heartbeat,
-                   signature_rows=signature_rows[day], page_size=page_size)
+        if days[index] not in recorded:  # one signature-table scan per _SCAN_DAYS days
+            batch = days[index:index + _SCAN_DAYS]
+            record_live_signature_rows(backend, [_from_iso(d) for d in batch], cutoff, signature_counts)
+            recorded.update(batch)
+        rollup_day(backend, _from_iso(days[index]), cutoff, corrector, stamp, signature_counts,
+                   on_page=ctx.heartbeat, page_size=page_size)
         corrector.flush()
         ctx.report("days", index + 1, len(days))
         ctx.save({"cutoff": _iso(cutoff), "days": days, "next": index + 1, "report": report}, phase="days")
+
+
+def _rollup_months_and_years(ctx, backend, cutoff, days, report, corrector, stamp, signature_counts):
     # months and years touched by the recomputed days, when closed
     months = sorted({d[:7] for d in days})
     closed_months = [m for m in months if K.interval_end("month", _from_iso(m + "-01")) <= cutoff]
     ctx.set_phase("months")
     for month in closed_months:
-        rollup_coarse(backend, "month", _from_iso(month + "-01"), corrector, stamp)
+        rollup_coarse(backend, "month", _from_iso(month + "-01"), corrector, stamp, signature_counts)
         corrector.flush()
         ctx.heartbeat()
     years = sorted({m[:4] for m in closed_months})
@@ -495,13 +522,10 @@ def rollup(ctx, backend, until=None, grace_s=DEFAULT_GRACE_S, since=None,
     for year in years:
         start = _from_iso(year + "-01-01")
         if K.interval_end("year", start) <= cutoff:
-            rollup_coarse(backend, "year", start, corrector, stamp)
+            rollup_coarse(backend, "year", start, corrector, stamp, signature_counts)
             corrector.flush()
             report["years"] += 1
     report["months"] = len(closed_months)
-    ctx.add_counts(crashes_read=report["crashes_read"], cells_written=report["cells_written"],
-                   cells_deleted=report["cells_deleted"])
-    return report
 
 
 def run_rollup(backend, until=None, grace_s=DEFAULT_GRACE_S, since=None, lookback_days=DEFAULT_LOOKBACK_DAYS,

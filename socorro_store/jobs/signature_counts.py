@@ -1,0 +1,126 @@
+"""Per-signature counts of a recount, held in a temporary SQLite file instead of in memory.
+
+A day of 3 M crashes can hold 100 k signatures, each counted per hour and per dimension key
+(product, version, OS): millions of numbers.  Held in Python dicts they cost a few hundred bytes
+each, so the roll-up's memory grew with the day.  :class:`SignatureCounts` keeps them in a
+private temporary SQLite database (SQLite's own ``""`` file: on disk, deleted when closed) with a
+small page cache, so what the process holds is a page of the recount and a chunk of signatures,
+whatever the day holds.
+
+What it holds, all keyed by the ``crash_report_signatures`` row (bytes, which SQLite orders as
+HBase does, by ``memcmp``):
+
+* ``counts``: ``(signature row, interval row, dimension key) -> n``, the key ``b""`` for the plain
+  count; :meth:`add` sums into it;
+* ``live``: the signature rows found holding a column of a day (``(day, signature row)``), so the
+  roll-up also visits rows whose exact count is now zero.
+"""
+
+import itertools
+import sqlite3
+
+#: pages of the temporary database held in memory (SQLite's cache; 4 MiB of 4 KiB pages)
+CACHE_PAGES = 1000
+
+_SCHEMA = """
+CREATE TABLE counts (sig BLOB NOT NULL, interval BLOB NOT NULL, key BLOB NOT NULL, n INTEGER NOT NULL,
+                     PRIMARY KEY (sig, interval, key)) WITHOUT ROWID;
+CREATE TABLE live (day TEXT NOT NULL, sig BLOB NOT NULL, PRIMARY KEY (day, sig)) WITHOUT ROWID;
+"""
+
+
+class SignatureCounts:
+    """Signature counts and live signature rows on disk (see the module docstring).
+
+    Not thread-safe: one roll-up (one thread) owns it.  :meth:`close` deletes the file; it is
+    also a context manager.
+    """
+
+    def __init__(self):
+        self._db = sqlite3.connect("", isolation_level=None)
+        self._db.execute(f"PRAGMA cache_size = {CACHE_PAGES}")
+        self._db.execute("PRAGMA journal_mode = OFF")  # a scratch file: nothing to recover
+        self._db.execute("PRAGMA synchronous = OFF")
+        self._db.executescript(_SCHEMA)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self._db.close()
+
+    # -- counts ----------------------------------------------------------------------------
+
+    def add(self, counts):
+        """Sum ``{(signature row, interval row, key): n}`` into the counts."""
+        if counts:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT INTO counts VALUES (?, ?, ?, ?) ON CONFLICT (sig, interval, key) "
+                                 "DO UPDATE SET n = n + excluded.n",
+                                 ((s, i, k, n) for (s, i, k), n in counts.items()))
+            self._db.execute("COMMIT")
+
+    def clear(self):
+        """Forget every count (the live rows stay)."""
+        self._db.execute("DELETE FROM counts")
+
+    def unique_by_interval(self):
+        """``{interval row: number of signatures counted in it}`` (plain counts)."""
+        return dict(self._db.execute("SELECT interval, COUNT(DISTINCT sig) FROM counts WHERE key = x'' "
+                                     "GROUP BY interval"))
+
+    def unique(self):
+        """The number of signatures counted in any interval."""
+        return self._db.execute("SELECT COUNT(DISTINCT sig) FROM counts WHERE key = x''").fetchone()[0]
+
+    def counts_of(self, sig_rows):
+        """``{signature row: {(interval row, key): n}}`` of the signature rows ``sig_rows``
+        (an ascending list: read as one range)."""
+        out = {row: {} for row in sig_rows}
+        if sig_rows:
+            for sig, interval, key, n in self._db.execute(
+                    "SELECT sig, interval, key, n FROM counts WHERE sig >= ? AND sig <= ?", (sig_rows[0], sig_rows[-1])):
+                if sig in out:
+                    out[sig][(interval, key)] = n
+        return out
+
+    def pop_counts(self, sig_row):
+        """``{(interval row, key): n}`` of one signature row, then forgotten."""
+        found = {(interval, key): n for interval, key, n in self._db.execute(
+            "SELECT interval, key, n FROM counts WHERE sig = ?", (sig_row,))}
+        if found:
+            self._db.execute("DELETE FROM counts WHERE sig = ?", (sig_row,))
+        return found
+
+    def counted_rows(self, chunk):
+        """The signature rows with counts, ascending, in lists of up to ``chunk``."""
+        return _chunks(self._db.execute("SELECT DISTINCT sig FROM counts ORDER BY sig"), chunk)
+
+    # -- live rows -------------------------------------------------------------------------
+
+    def add_live(self, pairs):
+        """Record ``(day, signature row)`` pairs: the row holds a column of the day (ISO date)."""
+        if pairs:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR IGNORE INTO live VALUES (?, ?)", pairs)
+            self._db.execute("COMMIT")
+
+    def drop_live(self, day):
+        self._db.execute("DELETE FROM live WHERE day = ?", (day,))
+
+    def rows_of_day(self, day, chunk):
+        """The signature rows counted or live on ``day``, ascending, in lists of up to ``chunk``."""
+        return _chunks(self._db.execute("SELECT sig FROM counts UNION SELECT sig FROM live WHERE day = ? "
+                                        "ORDER BY 1", (day,)), chunk)
+
+
+def _chunks(cursor, size):
+    rows = (row[0] for row in cursor)
+    while True:
+        chunk = list(itertools.islice(rows, size))
+        if not chunk:
+            return
+        yield chunk

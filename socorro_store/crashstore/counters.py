@@ -68,7 +68,7 @@ import collections
 import logging
 import threading
 
-from ..backends import Increment, RowMutation
+from ..backends import Increment
 from ..checks import is_int
 from ..errors import BackendError, BackendUnavailable, InvalidArgument
 from ..schema.keys import (
@@ -91,6 +91,7 @@ from ..schema import dimension_keys as DK
 from ..schema.crash_facts import stored_dimensions
 from ..schema.stored import validate_metrics_row_name
 from .counter_sender import CounterSender
+from .dimensions import DIMENSION_CAPS, Dimensions  # noqa: F401 - the cap, re-exported for counter users
 
 log = logging.getLogger(__name__)
 QUEUE_COUNTERS = (
@@ -235,78 +236,6 @@ def first_seen(backend, pairs, known=None):
     return [Increment(METRICS, wanted[(row, column)], counter_column(UNIQUE_SIGNATURES), 1)
             for (row, marks), result in zip(missing.items(), results)
             for column in marks if result.get(column) == FIRST_MARK]
-
-
-DIMENSION_CAPS = {"product": 100, "version": 200, "os": 50}
-
-
-class Dimensions:
-    """Maps a crash's dimension values to the ones counted: admitted values as they are, the
-    rest to ``##other##`` (the cardinality cap; see the module docstring).  Thread-safe.
-
-    Admission is for good (a registry row never loses a value), so once a value is admitted or
-    its registry full, the answer never changes: both are cached, and only a value not yet
-    decided costs a read (and a put when admitted).
-    """
-
-    def __init__(self, caps=None):
-        self.caps = dict(DIMENSION_CAPS if caps is None else caps)
-        self._admitted, self._full, self._keys = set(), set(), {}
-        self._lock = threading.Lock()
-
-    def value(self, backend, field, value, product=None):
-        if value in (DK.UNKNOWN, DK.OTHER):
-            return value
-        row, column = DK.registry_row(field, product), DK.registry_column(value)
-        with self._lock:
-            if (row, column) in self._admitted:
-                return value
-            if row in self._full:
-                return DK.OTHER
-            cells = backend.get_row(SIGNATURES_SEEN, row, columns=[b"seen"])
-            # every value read is admitted for good: a full row's values are then all known here
-            self._admitted.update((row, c) for c in cells)
-            if column not in cells:
-                if len(cells) >= self.caps[field]:
-                    self._full.add(row)
-                    return DK.OTHER
-                backend.mutate_rows(SIGNATURES_SEEN, [RowMutation(row, {column: b"1"})])
-            self._admitted.add((row, column))
-            return value
-
-    def resolve(self, backend, dims):
-        """``dims`` ({"product", "version", "os"}, normalized) with the cap applied."""
-        out = dict(dims)
-        if out.get("product") is not None:
-            out["product"] = self.value(backend, "product", out["product"])
-        if out.get("version") is not None:
-            product = out.get("product")
-            out["version"] = (DK.OTHER if product in (None, DK.OTHER)
-                              else self.value(backend, "version", out["version"], product))
-        if out.get("os") is not None:
-            out["os"] = self.value(backend, "os", out["os"])
-        return out
-
-    def resolve_key(self, backend, key):
-        """A dimension key with the cap applied (cached per key)."""
-        found = self._keys.get(key)
-        if found is None:
-            kind, fields = DK.parse_dimension_key(key)
-            found = DK.dimension_key(kind, **self.resolve(backend, fields))
-            if len(self._keys) > 100000:  # bounded: keys over the cap are unbounded in number
-                self._keys.clear()
-            self._keys[key] = found
-        return found
-
-    def rewrite(self, backend, increments):
-        """``increments`` with every dimensioned column's key capped."""
-        out = []
-        for inc in increments:
-            plain, key = DK.split_column(inc.column)
-            if key is not None:
-                inc = Increment(inc.table, inc.row, DK.with_key(plain, self.resolve_key(backend, key)), inc.amount)
-            out.append(inc)
-        return out
 
 
 class SeenMarkers:

@@ -18,7 +18,7 @@
 
 Held state does not depend on the number of crashes or signatures: one page of rows and a
 counter per minute of the day (per counter name).  The per-signature counts (per hour and
-dimension key) go, a page at a time, to a :class:`~.signature_counts.SignatureCounts` on disk.
+dimension key) go, a page at a time, to a :class:`~.spilled_counts.SpilledCounts` on disk.
 """
 
 import collections
@@ -35,7 +35,7 @@ from ..schema.stored import (
     stored_processed,
     stored_time,
 )
-from .signature_counts import SignatureCounts
+from .spilled_counts import SpilledCounts
 
 PAGE = 500
 CRASH_COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_HANG, K.COL_SIGNATURE]
@@ -47,18 +47,17 @@ class Tally:
 
     ``signature_level``: the interval the signature counts are kept per (``hour``; the recount
     of an expired month or year uses that level, so it holds one number per signature).
-    ``signature_counts``: the :class:`SignatureCounts` they are summed into (a new one when
+    ``signature_counts``: the :class:`SpilledCounts` they are summed into (a new one when
     None: :meth:`close` it); its plain counts are keyed ``b""``, the dimensioned ones by key.
     """
 
-    def __init__(self, signature_level="hour", dimensions=None, backend=None, signature_counts=None):
+    def __init__(self, signature_level="hour", signature_counts=None):
         self.signature_level = signature_level
-        # dimension values capped as the live counters cap them (the same registry)
-        self.dimensions = dimensions if dimensions is not None else counters.Dimensions()
-        self.backend = backend
-        self.signature_counts = signature_counts if signature_counts is not None else SignatureCounts()
-        self.page_signatures = collections.Counter()  # (sig row, interval row, key) -> n, this page
-        self.minutes = collections.defaultdict(collections.Counter)     # minute row -> {name: n}
+        self.signature_counts = signature_counts if signature_counts is not None else SpilledCounts()
+        # this page's counts, summed into signature_counts at its end
+        self.page_signatures = collections.Counter()  # (sig row, interval row, key) -> n
+        self.page_minutes = collections.Counter()     # (minute row, counter name) -> n
+        self.page_volumes = collections.Counter()     # (field, product, value) -> n
         self.crashes = 0
         self.counted_by_minute = collections.Counter()  # crashes of this day's crash ids, per minute
         self.unaccounted = set()   # minute rows holding crashes that were not counted
@@ -77,21 +76,20 @@ class Tally:
             self.unaccounted.add(minute_row)
 
     def end_page(self):
-        """Sum the page's signature counts into :attr:`signature_counts`."""
-        self.signature_counts.add(self.page_signatures)
-        self.page_signatures.clear()
+        """Sum the page's counts into :attr:`signature_counts`."""
+        self.signature_counts.add(self.page_signatures, self.page_minutes, self.page_volumes)
+        for page in (self.page_signatures, self.page_minutes, self.page_volumes):
+            page.clear()
 
     def close(self):
         self.signature_counts.close()
 
 
-def count_day(backend, start, end, on_page=None, signature_level="hour", page_size=PAGE, dimensions=None,
-              signature_counts=None):
+def count_day(backend, start, end, on_page=None, signature_level="hour", page_size=PAGE, signature_counts=None):
     """Recount the crashes submitted in ``[start, end)``, a range within one UTC day, reading
-    ``page_size`` pointers (and their crash rows) at a time.  ``dimensions``: the run's
-    :class:`~socorro_store.crashstore.counters.Dimensions` (its cache is shared by the days).
-    ``signature_counts``: where the signature counts are summed (see :class:`Tally`)."""
-    tally = Tally(signature_level, dimensions, backend, signature_counts)
+    ``page_size`` pointers (and their crash rows) at a time.  ``signature_counts``: where the
+    counts are summed (see :class:`Tally`); dimension keys and volumes hold the values as sent."""
+    tally = Tally(signature_level, signature_counts)
     for salt_char in K.SALTS:
         low, high = K.time_index_range(salt_char, start, end)
         page = []
@@ -176,9 +174,14 @@ def _count_crash(tally, crash_id, submitted, cells):
         signature = cells.get(K.COL_SIGNATURE, K.NULL_SIGNATURE.encode()).decode("utf-8", "surrogatepass")
         if signature == K.NULL_SIGNATURE or stored_processing_error(cells):
             names.append(counters.PROCESSING_ERRORS)
-    submitted_dims = tally.dimensions.resolve(tally.backend, counters.crash_dimensions(cells, processed=False))
+    # dimension values as sent: the roll-up caps them once the day's volumes are known
+    submitted_dims = counters.crash_dimensions(cells, processed=False)
+    processed_dims = counters.crash_dimensions(cells)
     names += [f"{counters.SUBMITTED}|{key.decode('ascii')}" for key in DK.keys_of(submitted_dims, DK.METRICS_DIMENSIONS)]
-    tally.minutes[rows["minute"]].update(names)
+    minute = rows["minute"]
+    for name in names:
+        tally.page_minutes[(minute, name)] += 1
+    tally.page_volumes.update(_volume_keys(submitted_dims) | _volume_keys(processed_dims))
     tally.crashes += 1
     if K.crash_date(crash_id) == submitted.date():
         tally.counted_by_minute[rows["minute"]] += 1
@@ -186,9 +189,22 @@ def _count_crash(tally, crash_id, submitted, cells):
         sig_row = K.signature_row(signature)
         interval = rows[tally.signature_level]
         tally.page_signatures[(sig_row, interval, b"")] += 1
-        dims = tally.dimensions.resolve(tally.backend, counters.crash_dimensions(cells))
-        for key in DK.keys_of(dims, DK.SIGNATURE_DIMENSIONS):
+        for key in DK.keys_of(processed_dims, DK.SIGNATURE_DIMENSIONS):
             tally.page_signatures[(sig_row, interval, key)] += 1
+
+
+def _volume_keys(dims):
+    """The ``(field, product, value)`` volume keys of one crash's dimension values (the
+    unknown ones are not values)."""
+    product = dims.get("product")
+    out = set()
+    if product not in (None, DK.UNKNOWN):
+        out.add(("product", "", product))
+        if dims.get("version") not in (None, DK.UNKNOWN):
+            out.add(("version", product, dims["version"]))
+    if dims.get("os") not in (None, DK.UNKNOWN):
+        out.add(("os", "", dims["os"]))
+    return out
 
 
 def _count_hang_pairs(backend, hang_sides, tally):
@@ -214,7 +230,7 @@ def _count_hang_pairs(backend, hang_sides, tally):
                  if K.is_hang_column(c)]
         alive = [(times[c], c) for c in sides if c in times]
         if len(alive) >= 2 and max(alive) == (submitted, crash_id):
-            tally.minutes[K.metrics_row(submitted, "minute")][counters.HANG_PAIRS] += 1
+            tally.page_minutes[(K.metrics_row(submitted, "minute"), counters.HANG_PAIRS)] += 1
 
 
 def _cross_check(backend, start, end, tally, on_page=None, page_size=PAGE):

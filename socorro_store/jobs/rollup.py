@@ -65,8 +65,8 @@ from ..crashstore import counters
 from ..errors import InvalidArgument
 from ..schema import dimension_keys as DK
 from ..schema import keys as K
-from . import data_days, recount, runs
-from .signature_counts import SignatureCounts
+from . import data_days, recount, registry, runs
+from .spilled_counts import SpilledCounts
 
 JOB = "rollup"
 DEFAULT_GRACE_S = 3600
@@ -132,7 +132,6 @@ class Corrector:
 
     def __init__(self, backend, report):
         self.backend, self.report = backend, report
-        self.dimensions = counters.Dimensions()  # the run's cap decisions (cached)
         self.mutations = {K.METRICS: {}, K.SIGNATURES: {}}
 
     def _mutation(self, table, row):
@@ -237,21 +236,23 @@ def record_live_signature_rows(backend, days, cutoff, signature_counts):
     signature_counts.add_live(batch)
 
 
-def rollup_day(backend, day, cutoff, corrector, stamp, signature_counts, on_page=None, page_size=recount.PAGE):
+def rollup_day(backend, day, cutoff, corrector, stamp, signature_counts, admissions, on_page=None,
+               page_size=recount.PAGE):
     """Make the minute, hour and day counters of ``day`` exact up to ``cutoff``.
 
-    ``signature_counts``: the run's :class:`~.signature_counts.SignatureCounts`, whose live rows
+    ``signature_counts``: the run's :class:`~.spilled_counts.SpilledCounts`, whose live rows
     of ``day`` were recorded by :func:`record_live_signature_rows`; its counts are replaced by
-    the day's.  Memory: the day's per-minute counts, and one chunk of signatures at a time (the
-    corrector is flushed after each hour and each chunk).
+    the day's.  ``admissions``: the run's :class:`~.registry.Admissions`, which records the day's
+    volumes and decides which dimension values count under their own name.  Memory: a chunk of
+    signatures and an hour of minutes at a time (the corrector is flushed after each).
     """
     end = min(day + timedelta(days=1), cutoff)
     if end <= day:
         return
     signature_counts.clear()
-    tally = recount.count_day(backend, day, end, on_page, page_size=page_size, dimensions=corrector.dimensions,
-                              signature_counts=signature_counts)
+    tally = recount.count_day(backend, day, end, on_page, page_size=page_size, signature_counts=signature_counts)
     corrector.report["crashes_read"] += tally.crashes
+    admission = admissions.after_recount(day.date(), signature_counts)
     kept = recount.kept_rows(tally, day, end)
     _report_kept(corrector.report, tally, kept)
     hours = [day + timedelta(hours=h) for h in range(24) if day + timedelta(hours=h + 1) <= end]
@@ -263,9 +264,13 @@ def rollup_day(backend, day, cutoff, corrector, stamp, signature_counts, on_page
     for hour in hours + ([end.replace(minute=0)] if end.minute else []):
         exact = {}
         total = collections.Counter()
+        counted = signature_counts.minutes_of(K.metrics_row(hour, "minute"),
+                                              K.metrics_row(hour + timedelta(hours=1), "minute"))
         for moment in _minutes_of(hour, min(hour + timedelta(hours=1), end)):
             row = K.metrics_row(moment, "minute")
-            exact[row] = collections.Counter(tally.minutes.pop(row, {}))
+            exact[row] = collections.Counter()
+            for name, n in counted.get(row, {}).items():
+                exact[row][admission.map_name(name)] += n
             total.update(exact[row])
         if hour + timedelta(hours=1) <= end:
             total[counters.UNIQUE_SIGNATURES] = unique.get(K.metrics_row(hour, "hour"), 0)
@@ -280,7 +285,8 @@ def rollup_day(backend, day, cutoff, corrector, stamp, signature_counts, on_page
               if c.split(b"_", 1)[1] not in kept]  # hourly_<hour row>, daily_<day row>
     if wanted:
         day_column = K.signature_counter_columns(day)["day"] if day_closed else None
-        _fix_day_signatures(backend, corrector, signature_counts, day.strftime("%Y-%m-%d"), set(wanted), day_column)
+        _fix_day_signatures(backend, corrector, signature_counts, day.strftime("%Y-%m-%d"), set(wanted), day_column,
+                            admission)
     signature_counts.drop_live(day.strftime("%Y-%m-%d"))
 
 
@@ -302,19 +308,19 @@ def _fix_metrics(backend, corrector, exact, kept, stamp, day_row=None):
     corrector.flush()
 
 
-def _fix_day_signatures(backend, corrector, signature_counts, day_iso, columns, day_column):
+def _fix_day_signatures(backend, corrector, signature_counts, day_iso, columns, day_column, admission):
     """Fix the signature ``columns`` (closed hours, and ``day_column`` unless None) of every
-    signature counted or live on the day, a chunk of rows at a time."""
+    signature counted or live on the day, a chunk of rows at a time, their dimension keys
+    mapped by the day's ``admission``."""
     for chunk in signature_counts.rows_of_day(day_iso, 1000):
         exact_sigs = collections.defaultdict(dict)
         for sig_row, per_key in signature_counts.counts_of(chunk).items():
             exact = exact_sigs[sig_row]
             for (hour_row, key), n in per_key.items():
+                key = admission.map_key(key) if key else None
                 column = K.signature_counter_column("hour", hour_row)
-                if column in columns:
-                    exact[DK.with_key(column, key or None)] = n
-                if day_column in columns:
-                    cell = DK.with_key(day_column, key or None)
+                for cell in ([DK.with_key(column, key)] if column in columns else []) + \
+                        ([DK.with_key(day_column, key)] if day_column in columns else []):
                     exact[cell] = exact.get(cell, 0) + n
         live = {}
         # the whole family: dimensioned columns are open-ended
@@ -349,7 +355,7 @@ def _month_days(month):
     return days
 
 
-def rollup_coarse(backend, level, start, corrector, stamp, signature_counts):
+def rollup_coarse(backend, level, start, corrector, stamp, signature_counts, admissions):
     """Make a closed month or year exact from the level below (or the crash rows if expired,
     their signature counts summed in the run's ``signature_counts``)."""
     finer = "day" if level == "month" else "month"
@@ -376,9 +382,10 @@ def rollup_coarse(backend, level, start, corrector, stamp, signature_counts):
     if expired:  # day by day, into the run's signature counts (one number per signature and key)
         signature_counts.clear()
         day, end = start, K.interval_end(level, start)
+        admission = admissions.of((end - timedelta(days=1)).date())
         while day < end:
             tally = recount.count_day(backend, day, day + timedelta(days=1), signature_level=level,
-                                      dimensions=corrector.dimensions, signature_counts=signature_counts)
+                                      signature_counts=signature_counts)
             corrector.report["crashes_read"] += tally.crashes
             if tally.unaccounted or tally.whole_day_unaccounted:
                 _report_kept(corrector.report, tally, {row})
@@ -386,7 +393,10 @@ def rollup_coarse(backend, level, start, corrector, stamp, signature_counts):
             day += timedelta(days=1)
 
     def recounted(per_key):
-        return {DK.with_key(coarse_column, key or None): n for (_interval, key), n in per_key.items()}
+        out = collections.Counter()
+        for (_interval, key), n in per_key.items():
+            out[DK.with_key(coarse_column, admission.map_key(key) if key else None)] += n
+        return dict(out)
 
     # one scan reads the finer columns and the live coarse one; each page is fixed and written as
     # it goes, so what is held is a page of signature rows, not every signature's columns
@@ -486,35 +496,39 @@ def rollup(ctx, backend, until=None, grace_s=DEFAULT_GRACE_S, since=None,
         ctx.save({"cutoff": _iso(cutoff), "days": days, "next": 0, "report": report}, phase="days")
     stamp = _iso(datetime.now(UTC)).encode()
     corrector = Corrector(backend, report)
-    with SignatureCounts() as signature_counts:
-        _rollup_days(ctx, backend, cutoff, days, next_index, report, corrector, stamp, signature_counts, page_size)
-        _rollup_months_and_years(ctx, backend, cutoff, days, report, corrector, stamp, signature_counts)
+    admissions = registry.Admissions(backend)
+    with SpilledCounts() as signature_counts:
+        _rollup_days(ctx, backend, cutoff, days, next_index, report, corrector, stamp, signature_counts, admissions,
+                     page_size)
+        _rollup_months_and_years(ctx, backend, cutoff, days, report, corrector, stamp, signature_counts, admissions)
+    admissions.write_registry()
     ctx.add_counts(crashes_read=report["crashes_read"], cells_written=report["cells_written"],
                    cells_deleted=report["cells_deleted"])
     return report
 
 
-def _rollup_days(ctx, backend, cutoff, days, next_index, report, corrector, stamp, signature_counts, page_size):
+def _rollup_days(ctx, backend, cutoff, days, next_index, report, corrector, stamp, signature_counts, admissions,
+                 page_size):
     recorded = set()
     for index in range(next_index, len(days)):
         if days[index] not in recorded:  # one signature-table scan per _SCAN_DAYS days
             batch = days[index:index + _SCAN_DAYS]
             record_live_signature_rows(backend, [_from_iso(d) for d in batch], cutoff, signature_counts)
             recorded.update(batch)
-        rollup_day(backend, _from_iso(days[index]), cutoff, corrector, stamp, signature_counts,
+        rollup_day(backend, _from_iso(days[index]), cutoff, corrector, stamp, signature_counts, admissions,
                    on_page=ctx.heartbeat, page_size=page_size)
         corrector.flush()
         ctx.report("days", index + 1, len(days))
         ctx.save({"cutoff": _iso(cutoff), "days": days, "next": index + 1, "report": report}, phase="days")
 
 
-def _rollup_months_and_years(ctx, backend, cutoff, days, report, corrector, stamp, signature_counts):
+def _rollup_months_and_years(ctx, backend, cutoff, days, report, corrector, stamp, signature_counts, admissions):
     # months and years touched by the recomputed days, when closed
     months = sorted({d[:7] for d in days})
     closed_months = [m for m in months if K.interval_end("month", _from_iso(m + "-01")) <= cutoff]
     ctx.set_phase("months")
     for month in closed_months:
-        rollup_coarse(backend, "month", _from_iso(month + "-01"), corrector, stamp, signature_counts)
+        rollup_coarse(backend, "month", _from_iso(month + "-01"), corrector, stamp, signature_counts, admissions)
         corrector.flush()
         ctx.heartbeat()
     years = sorted({m[:4] for m in closed_months})
@@ -522,7 +536,7 @@ def _rollup_months_and_years(ctx, backend, cutoff, days, report, corrector, stam
     for year in years:
         start = _from_iso(year + "-01-01")
         if K.interval_end("year", start) <= cutoff:
-            rollup_coarse(backend, "year", start, corrector, stamp, signature_counts)
+            rollup_coarse(backend, "year", start, corrector, stamp, signature_counts, admissions)
             corrector.flush()
             report["years"] += 1
     report["months"] = len(closed_months)

@@ -1,8 +1,9 @@
-"""Per-signature counts of a recount, held in a temporary SQLite file instead of in memory.
+"""A recount's counts, held in a temporary SQLite file instead of in memory.
 
 A day of 3 M crashes can hold 100 k signatures, each counted per hour and per dimension key
-(product, version, OS): millions of numbers.  Held in Python dicts they cost a few hundred bytes
-each, so the roll-up's memory grew with the day.  :class:`SignatureCounts` keeps them in a
+(product, version, OS): millions of numbers; and the dimension values as sent (before the
+cardinality cap) are as many as the clients send.  Held in Python dicts they cost a few hundred bytes
+each, so the roll-up's memory grew with the day.  :class:`SpilledCounts` keeps them in a
 private temporary SQLite database (SQLite's own ``""`` file: on disk, deleted when closed) with a
 small page cache, so what the process holds is a page of the recount and a chunk of signatures,
 whatever the day holds.
@@ -13,7 +14,11 @@ HBase does, by ``memcmp``):
 * ``counts``: ``(signature row, interval row, dimension key) -> n``, the key ``b""`` for the plain
   count; :meth:`add` sums into it;
 * ``live``: the signature rows found holding a column of a day (``(day, signature row)``), so the
-  roll-up also visits rows whose exact count is now zero.
+  roll-up also visits rows whose exact count is now zero;
+* ``minutes``: ``(minute row, counter name) -> n``, the metrics counts, dimensioned names with
+  the values as sent (the roll-up caps them once the day's volumes are known);
+* ``volumes``: ``(field, product, value) -> n``, crashes per dimension value as sent (the
+  product is ``""`` but for versions).
 """
 
 import itertools
@@ -26,10 +31,18 @@ _SCHEMA = """
 CREATE TABLE counts (sig BLOB NOT NULL, interval BLOB NOT NULL, key BLOB NOT NULL, n INTEGER NOT NULL,
                      PRIMARY KEY (sig, interval, key)) WITHOUT ROWID;
 CREATE TABLE live (day TEXT NOT NULL, sig BLOB NOT NULL, PRIMARY KEY (day, sig)) WITHOUT ROWID;
+CREATE TABLE minutes (minute BLOB NOT NULL, name TEXT NOT NULL, n INTEGER NOT NULL,
+                      PRIMARY KEY (minute, name)) WITHOUT ROWID;
+CREATE TABLE volumes (field TEXT NOT NULL, product TEXT NOT NULL, value TEXT NOT NULL, n INTEGER NOT NULL,
+                      PRIMARY KEY (field, product, value)) WITHOUT ROWID;
 """
+_UPSERT = {table: f"INSERT INTO {table} VALUES ({', '.join('?' * (len(key) + 1))}) ON CONFLICT ({', '.join(key)}) "
+                  f"DO UPDATE SET n = n + excluded.n"
+           for table, key in (("counts", ("sig", "interval", "key")), ("minutes", ("minute", "name")),
+                              ("volumes", ("field", "product", "value")))}
 
 
-class SignatureCounts:
+class SpilledCounts:
     """Signature counts and live signature rows on disk (see the module docstring).
 
     Not thread-safe: one roll-up (one thread) owns it.  :meth:`close` deletes the file; it is
@@ -54,18 +67,38 @@ class SignatureCounts:
 
     # -- counts ----------------------------------------------------------------------------
 
-    def add(self, counts):
-        """Sum ``{(signature row, interval row, key): n}`` into the counts."""
-        if counts:
-            self._db.execute("BEGIN")
-            self._db.executemany("INSERT INTO counts VALUES (?, ?, ?, ?) ON CONFLICT (sig, interval, key) "
-                                 "DO UPDATE SET n = n + excluded.n",
-                                 ((s, i, k, n) for (s, i, k), n in counts.items()))
-            self._db.execute("COMMIT")
+    def add(self, counts=None, minutes=None, volumes=None):
+        """Sum ``counts`` ``{(signature row, interval row, key): n}``, ``minutes`` ``{(minute
+        row, name): n}`` and ``volumes`` ``{(field, product, value): n}`` into their tables."""
+        self._db.execute("BEGIN")
+        for table, items in (("counts", counts), ("minutes", minutes), ("volumes", volumes)):
+            if items:
+                self._db.executemany(_UPSERT[table], ((*key, n) for key, n in items.items()))
+        self._db.execute("COMMIT")
 
     def clear(self):
-        """Forget every count (the live rows stay)."""
-        self._db.execute("DELETE FROM counts")
+        """Forget every count, minute count and volume (the live rows stay)."""
+        for table in ("counts", "minutes", "volumes"):
+            self._db.execute(f"DELETE FROM {table}")
+
+    def minutes_of(self, start_row, end_row):
+        """``{minute row: {name: n}}`` of the minute rows in ``[start_row, end_row)``."""
+        out = {}
+        for minute, name, n in self._db.execute("SELECT minute, name, n FROM minutes WHERE minute >= ? AND minute < ?",
+                                                (start_row, end_row)):
+            out.setdefault(minute, {})[name] = n
+        return out
+
+    def top_volumes(self, limits):
+        """``{(field, product, value): n}``: per field, the ``limits[field]`` values with the most
+        crashes (a version's limit applies per product)."""
+        out = {}
+        for field, limit in limits.items():
+            query = ("SELECT field, product, value, n FROM (SELECT *, ROW_NUMBER() OVER "
+                     "(PARTITION BY product ORDER BY n DESC, value) AS rank FROM volumes WHERE field = ?) "
+                     "WHERE rank <= ?")
+            out.update({(f, p, v): n for f, p, v, n in self._db.execute(query, (field, limit))})
+        return out
 
     def unique_by_interval(self):
         """``{interval row: number of signatures counted in it}`` (plain counts)."""

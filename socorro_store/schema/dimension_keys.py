@@ -136,3 +136,44 @@ def registry_row(field, product=None):
 
 def registry_column(value):
     return b"seen:" + _q(value)
+
+
+#: the products an operator keeps: always admitted, whatever their volume (``seen:<quoted name>``)
+KEEP_ROW = REGISTRY_PREFIX + b"keep/product"
+_VOLUME_PREFIX = REGISTRY_PREFIX + b"volume/"
+
+
+def parse_registry_column(column):
+    """Inverse of :func:`registry_column`: the value."""
+    family, _, quoted = column.partition(b":")
+    if family != b"seen" or not quoted:
+        raise InvalidArgument(f"not a registry column: {column!r}")
+    return unquote(quoted.decode("ascii", "replace"))
+
+
+def volume_row(day):
+    """The row of one day's crash volumes per dimension value (``day``: a date)."""
+    return _VOLUME_PREFIX + day.strftime("%Y-%m-%d").encode("ascii")
+
+
+def volume_column(field, value, product=None):
+    """``seen:product=Firefox``, ``seen:os=Linux``, ``seen:version=Firefox:120.0``: the column of
+    one value's volume in a :func:`volume_row` (a version names its product)."""
+    if field == "version":
+        return b"seen:version=" + _q(product) + b":" + _q(value)
+    if field not in ("product", "os"):
+        raise InvalidArgument(f"unknown dimension field {field!r}")
+    return b"seen:" + field.encode("ascii") + b"=" + _q(value)
+
+
+def parse_volume_column(column):
+    """Inverse of :func:`volume_column`: ``(field, value, product or None)``."""
+    family, _, rest = column.partition(b":")
+    field, sep, quoted = rest.partition(b"=")
+    field = field.decode("ascii", "replace")
+    parts = quoted.split(b":")
+    if family != b"seen" or not sep or field not in ("product", "os", "version") or \
+            len(parts) != (2 if field == "version" else 1):
+        raise InvalidArgument(f"not a volume column: {column!r}")
+    values = [unquote(p.decode("ascii", "replace")) for p in parts]
+    return (field, values[1], values[0]) if field == "version" else (field, values[0], None)

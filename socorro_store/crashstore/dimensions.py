@@ -1,0 +1,170 @@
+"""The cardinality cap of the dimensioned counters: which product, version and OS values are
+counted under their own name, and which as ``##other##``.
+
+The registry (rows ``~dimensions/product``, ``~dimensions/os`` and ``~dimensions/version/<product>``
+of ``crash_report_signatures_seen``, one ``seen:<value>`` column per admitted value) holds at
+most :data:`DIMENSION_CAPS` values per row.  Who decides what it holds:
+
+* **Volume, by ``rollup``** (:mod:`socorro_store.jobs.registry`): each run ranks the values by
+  their crashes over the last :data:`~socorro_store.jobs.registry.WINDOW_DAYS` days and
+  rewrites the rows: the most crashed values, up to the cap less a reserve (a tenth of it), plus
+  the products an operator keeps.  A value no crash used in the window leaves (old versions age
+  out), and the days it recounts are counted under the new registry, so a value admitted by
+  arrival and not by volume is fixed.
+* **Arrival, between runs** (:class:`Dimensions`): a value not in the registry is admitted while
+  its row has room (the reserve), else counted as ``##other##`` until the next ``rollup``.
+  100 junk product names fill the reserve, not the registry: the products with volume stay.
+* **The operator**: :func:`keep_products` names products always admitted, whatever their
+  volume (``socorro-store dimensions keep``, or a file of names).
+"""
+
+import threading
+import time
+
+from ..backends.base import Increment, RowMutation
+from ..errors import InvalidArgument
+from ..schema import dimension_keys as DK
+from ..schema.keys import SIGNATURES_SEEN
+
+DIMENSION_CAPS = {"product": 100, "version": 200, "os": 50}
+#: seconds a process trusts what it read of a registry row (``rollup`` rewrites the rows)
+REFRESH_S = 300.0
+
+
+class Dimensions:
+    """Maps a crash's dimension values to the ones counted live: admitted values as they are,
+    the rest to ``##other##`` (see the module docstring).  Thread-safe.
+
+    What it read of a registry row is trusted for :data:`REFRESH_S` seconds, then read again, so
+    a process follows the roll-up's rewrites; a value not yet decided costs a read (and a put
+    when admitted).
+    """
+
+    def __init__(self, caps=None, refresh_s=REFRESH_S, clock=time.monotonic):
+        self.caps = dict(DIMENSION_CAPS if caps is None else caps)
+        self.refresh_s, self._clock = refresh_s, clock
+        self._rows = {}  # registry row -> (read at, set of admitted columns)
+        self._keys, self._keys_since = {}, clock()
+        self._lock = threading.Lock()
+
+    def _row(self, backend, row):
+        found = self._rows.get(row)
+        now = self._clock()
+        if found is None or now - found[0] > self.refresh_s:
+            found = (now, set(backend.get_row(SIGNATURES_SEEN, row, columns=[b"seen"])))
+            self._rows[row] = found
+        return found[1]
+
+    def value(self, backend, field, value, product=None):
+        if value in (DK.UNKNOWN, DK.OTHER):
+            return value
+        row, column = DK.registry_row(field, product), DK.registry_column(value)
+        with self._lock:
+            admitted = self._row(backend, row)
+            if column in admitted:
+                return value
+            kept = field == "product" and column in self._row(backend, DK.KEEP_ROW)
+            if len(admitted) >= self.caps[field] and not kept:
+                return DK.OTHER
+            # room (or kept): admitted by arrival; the next rollup decides by volume
+            backend.mutate_rows(SIGNATURES_SEEN, [RowMutation(row, {column: b"1"})])
+            admitted.add(column)
+            return value
+
+    def resolve(self, backend, dims):
+        """``dims`` ({"product", "version", "os"}, normalized) with the cap applied."""
+        out = dict(dims)
+        if out.get("product") is not None:
+            out["product"] = self.value(backend, "product", out["product"])
+        if out.get("version") is not None:
+            product = out.get("product")
+            out["version"] = (DK.OTHER if product in (None, DK.OTHER)
+                              else self.value(backend, "version", out["version"], product))
+        if out.get("os") is not None:
+            out["os"] = self.value(backend, "os", out["os"])
+        return out
+
+    def resolve_key(self, backend, key):
+        """A dimension key with the cap applied (cached with the rows it was decided by)."""
+        with self._lock:
+            if self._clock() - self._keys_since > self.refresh_s:  # decided by rows now stale
+                self._keys, self._keys_since = {}, self._clock()
+            found = self._keys.get(key)
+        if found is None:
+            kind, fields = DK.parse_dimension_key(key)
+            found = DK.dimension_key(kind, **self.resolve(backend, fields))
+            with self._lock:
+                if len(self._keys) > 100000:  # bounded: keys over the cap are unbounded in number
+                    self._keys.clear()
+                self._keys[key] = found
+        return found
+
+    def rewrite(self, backend, increments):
+        """``increments`` with every dimensioned column's key capped."""
+        out = []
+        for inc in increments:
+            plain, key = DK.split_column(inc.column)
+            if key is not None:
+                inc = Increment(inc.table, inc.row, DK.with_key(plain, self.resolve_key(backend, key)), inc.amount)
+            out.append(inc)
+        return out
+
+    def forget(self):
+        """Read every registry row again at its next use."""
+        with self._lock:
+            self._rows.clear()
+            self._keys = {}
+
+
+# -- the operator's keep list ---------------------------------------------------------------
+
+def _product_names(names):
+    out = []
+    for name in names:
+        if not isinstance(name, str) or not name.strip() or DK.normalize(name) in (DK.UNKNOWN, DK.OTHER):
+            raise InvalidArgument(f"not a product name: {name!r}")
+        out.append(DK.normalize(name))
+    return out
+
+
+def kept_products(backend):
+    """The products an operator keeps (sorted)."""
+    cells = backend.get_row(SIGNATURES_SEEN, DK.KEEP_ROW, columns=[b"seen"])
+    return sorted(DK.parse_registry_column(column) for column in cells)
+
+
+def keep_products(backend, names, replace=False):
+    """Keep ``names`` (products): always admitted, whatever their volume; with ``replace``, the
+    keep list becomes exactly ``names``.  Returns the keep list.  A bad name is refused
+    (:class:`InvalidArgument`) before anything is written."""
+    names = _product_names(names)
+    wanted = {DK.registry_column(name): b"1" for name in names}
+    current = set(backend.get_row(SIGNATURES_SEEN, DK.KEEP_ROW, columns=[b"seen"])) if replace else set()
+    gone = sorted(current - set(wanted))
+    if wanted or gone:
+        backend.mutate_rows(SIGNATURES_SEEN, [RowMutation(DK.KEEP_ROW, wanted, deletes=gone)])
+    # a kept product is admitted at once, not at the next rollup
+    if wanted:
+        backend.mutate_rows(SIGNATURES_SEEN, [RowMutation(DK.registry_row("product"), wanted)])
+    return kept_products(backend)
+
+
+def unkeep_products(backend, names):
+    """Stop keeping ``names``: from the next ``rollup`` they stay only by volume.  Returns the
+    keep list."""
+    names = _product_names(names)
+    backend.mutate_rows(SIGNATURES_SEEN, [RowMutation(DK.KEEP_ROW, deletes=[DK.registry_column(n) for n in names])])
+    return kept_products(backend)
+
+
+def registry(backend):
+    """``{"product": [...], "os": [...], "versions": {product: [...]}, "kept": [...], "caps": {...}}``:
+    the values admitted now."""
+    out = {"product": [], "os": [], "versions": {}, "kept": kept_products(backend), "caps": dict(DIMENSION_CAPS)}
+    for field in ("product", "os"):
+        cells = backend.get_row(SIGNATURES_SEEN, DK.registry_row(field), columns=[b"seen"])
+        out[field] = sorted(DK.parse_registry_column(c) for c in cells)
+    for product in out["product"]:
+        cells = backend.get_row(SIGNATURES_SEEN, DK.registry_row("version", product), columns=[b"seen"])
+        out["versions"][product] = sorted(DK.parse_registry_column(c) for c in cells)
+    return out

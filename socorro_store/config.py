@@ -3,11 +3,13 @@
 Accepted forms::
 
     embedded://PATH                       (embedded://./socorro-data is the default)
-    hbase://HOST[:PORT]?api=thrift1|thrift2&transport=buffered|framed&protocol=binary|compact
+    hbase://HOST[:PORT][,HOST[:PORT]...]?api=thrift1|thrift2&transport=buffered|framed&protocol=binary|compact
                         &table_prefix=P&pool_size=N&timeout_ms=T&retries=N&max_frame_mb=M
     bigtable://PROJECT/INSTANCE[?app_profile=ID]
 
-``api`` says which of HBase's two Thrift servers HOST:PORT is: ``thrift1`` (the default; HBase's
+Several ``HOST:PORT`` name several Thrift servers of one cluster (one per region server host):
+clients spread over them and fail over (:mod:`socorro_store.backends.hbase_servers`).
+``api`` says which of HBase's two Thrift servers each HOST:PORT is: ``thrift1`` (the default; HBase's
 ``org.apache.hadoop.hbase.thrift.ThriftServer``, spoken through happybase) or ``thrift2``
 (``org.apache.hadoop.hbase.thrift2.ThriftServer``, spoken through thriftpy2: pre-split tables,
 every family attribute, atomic multi-cell check-and-put, one-call scans).  The other options mean
@@ -32,6 +34,8 @@ DEFAULT_MAX_FRAME_MB = 2
 #: a Thrift frame's length is a signed 32-bit int
 MAX_FRAME_MB = 2047
 ENV_VAR = "SOCORRO_STORE_URL"
+#: the port of HBase's Thrift servers when a URL names none
+DEFAULT_HBASE_PORT = 9090
 
 _OPTIONS = {
     "embedded": {"sync": ("normal", "full")},
@@ -57,7 +61,8 @@ _DEFAULTS = {
 
 @dataclass(frozen=True)
 class StoreURL:
-    """A parsed store URL.  ``options`` holds every option with its default filled in."""
+    """A parsed store URL.  ``options`` holds every option with its default filled in;
+    ``servers`` every ``(host, port)`` of an hbase URL (``host``/``port``: the first)."""
 
     scheme: str
     path: str = ""
@@ -65,6 +70,7 @@ class StoreURL:
     port: int = 0
     options: dict = field(default_factory=dict)
     text: str = ""
+    servers: tuple = ()
 
 
 def resolve_url(url=None):
@@ -93,12 +99,7 @@ def parse_url(url=None):
             raise ConfigError(f"embedded URL needs a directory: {text!r}")
         return StoreURL(scheme, path=path, options=options, text=text)
     if scheme == "hbase":
-        try:
-            port = parts.port or 9090
-        except ValueError:
-            raise ConfigError(f"bad port in store URL {text!r}") from None
-        if not parts.hostname:
-            raise ConfigError(f"hbase URL needs a host: {text!r}")
+        servers = parse_servers(text)
         if parts.path not in ("", "/"):
             raise ConfigError(f"hbase URL takes no path: {text!r}")
         if options["transport"] == "framed":
@@ -106,11 +107,56 @@ def parse_url(url=None):
                 options["max_frame_mb"] = DEFAULT_MAX_FRAME_MB
         elif options["max_frame_mb"] is not None:
             raise ConfigError(f"option max_frame_mb applies only to transport=framed in {text!r}")
-        return StoreURL(scheme, host=parts.hostname, port=port, options=options, text=text)
+        return StoreURL(scheme, host=servers[0][0], port=servers[0][1], options=options, text=text,
+                        servers=tuple(servers))
     project, instance = parts.netloc, parts.path.strip("/")
     if not project or not instance or "/" in instance:
         raise ConfigError(f"bigtable URL must be bigtable://PROJECT/INSTANCE: {text!r}")
     return StoreURL(scheme, host=project, path=instance, options=options, text=text)
+
+
+def parse_servers(url):
+    """The ``(host, port)`` of every server an ``hbase://`` URL (or its ``H1:P1,H2:P2`` part) names.
+
+    A server without a port gets :data:`DEFAULT_HBASE_PORT`; IPv6 hosts go in brackets
+    (``[::1]:9090``).  Raises :class:`ConfigError` for an empty server, a bad or out-of-range
+    port, user info, or a server named twice.
+    """
+    if not isinstance(url, str):
+        raise ConfigError(f"hbase URL must be a string, not {type(url).__name__}")
+    netloc = urlsplit(url).netloc if "://" in url else url.split("?", 1)[0].split("/", 1)[0]
+    if "@" in netloc:
+        raise ConfigError(f"hbase URL takes no user info: {url!r}")
+    if not netloc.strip():
+        raise ConfigError(f"hbase URL needs a host: {url!r}")
+    servers = []
+    for item in netloc.split(","):
+        item = item.strip()
+        if not item:
+            raise ConfigError(f"hbase URL names an empty server (HOST[:PORT],HOST[:PORT],…): {url!r}")
+        if item.startswith("["):
+            host, _sep, rest = item[1:].partition("]")
+            if rest and not rest.startswith(":"):
+                raise ConfigError(f"bad server {item!r} in hbase URL {url!r}")
+            port_text = rest[1:] if rest else ""
+        else:
+            host, _sep, port_text = item.partition(":")
+            if ":" in port_text:
+                raise ConfigError(f"bad server {item!r} in hbase URL {url!r} (an IPv6 host goes in brackets)")
+        if not host:
+            raise ConfigError(f"hbase URL needs a host in {item!r}: {url!r}")
+        if _sep and not port_text:
+            raise ConfigError(f"bad port in store URL {url!r}: {item!r} has an empty port")
+        try:
+            port = int(port_text) if port_text else DEFAULT_HBASE_PORT
+        except ValueError:
+            raise ConfigError(f"bad port in store URL {url!r}: {item!r}") from None
+        if not 0 < port < 65536:
+            raise ConfigError(f"bad port in store URL {url!r}: {port} is not in 1..65535")
+        if (host.lower(), port) in [(h.lower(), p) for h, p in servers]:
+            raise ConfigError(f"hbase URL names the server {host}:{port} twice: {url!r}")
+        servers.append((host, port))
+    return servers
 
 
 def with_options(url=None, **options):

@@ -115,7 +115,7 @@ class HBaseBackend(Backend):
         o = parsed.options
         return cls(parsed.host, parsed.port, o["transport"], o["protocol"], o["table_prefix"],
                    o["pool_size"], o["timeout_ms"], o["retries"], max_frame_mb=o["max_frame_mb"],
-                   servers=getattr(parsed, "servers", None) or hbase_servers.parse_servers(parsed.text))
+                   servers=parsed.servers)
 
     @property
     def servers(self):

@@ -36,14 +36,13 @@ once (``socorro-store ping``, ``tables describe``).
 import socket
 import threading
 import time
-from urllib.parse import urlsplit
 
 from thriftpy2.thrift import TException
 from thriftpy2.transport import TTransportException
 
+from ..config import DEFAULT_HBASE_PORT as DEFAULT_PORT, parse_servers  # noqa: F401 - re-exported
 from ..errors import BackendUnavailable, ConfigError
 
-DEFAULT_PORT = 9090
 #: Seconds a server that failed is left out before a call tries it again (doubled per failure).
 RETRY_DOWN_S = 1.0
 #: The longest a failing server is left out between two tries.
@@ -52,48 +51,6 @@ MAX_DOWN_S = 30.0
 REOPEN_IDLE_S = 30.0
 #: Failures of the connection itself: the server did not answer the request (or never got it).
 TRANSIENT = (TTransportException, socket.error, OSError, EOFError, TException)
-
-
-def parse_servers(url):
-    """The ``(host, port)`` of every server an ``hbase://`` URL (or its ``H1:P1,H2:P2`` part) names.
-
-    A server without a port gets :data:`DEFAULT_PORT`; IPv6 hosts go in brackets
-    (``[::1]:9090``).  Raises :class:`ConfigError` for an empty server, a bad or out-of-range
-    port, user info, or a server named twice.
-    """
-    if not isinstance(url, str):
-        raise ConfigError(f"hbase URL must be a string, not {type(url).__name__}")
-    netloc = urlsplit(url).netloc if "://" in url else url.split("?", 1)[0].split("/", 1)[0]
-    if "@" in netloc:
-        raise ConfigError(f"hbase URL takes no user info: {url!r}")
-    servers = []
-    for item in netloc.split(","):
-        item = item.strip()
-        if not item:
-            raise ConfigError(f"hbase URL names an empty server (HOST[:PORT],HOST[:PORT],…): {url!r}")
-        if item.startswith("["):
-            host, _sep, rest = item[1:].partition("]")
-            if rest and not rest.startswith(":"):
-                raise ConfigError(f"bad server {item!r} in hbase URL {url!r}")
-            port_text = rest[1:] if rest else ""
-        else:
-            host, _sep, port_text = item.partition(":")
-            if ":" in port_text:
-                raise ConfigError(f"bad server {item!r} in hbase URL {url!r} (an IPv6 host goes in brackets)")
-        if not host:
-            raise ConfigError(f"hbase URL needs a host in {item!r}: {url!r}")
-        if _sep and not port_text:
-            raise ConfigError(f"bad port in store URL {url!r}: {item!r} has an empty port")
-        try:
-            port = int(port_text) if port_text else DEFAULT_PORT
-        except ValueError:
-            raise ConfigError(f"bad port in store URL {url!r}: {item!r}") from None
-        if not 0 < port < 65536:
-            raise ConfigError(f"bad port in store URL {url!r}: {port} is not in 1..65535")
-        if (host.lower(), port) in [(h.lower(), p) for h, p in servers]:
-            raise ConfigError(f"hbase URL names the server {host}:{port} twice: {url!r}")
-        servers.append((host, port))
-    return servers
 
 
 def server_list(servers=None, host="localhost", port=DEFAULT_PORT):

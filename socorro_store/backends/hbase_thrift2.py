@@ -42,7 +42,7 @@ from . import base
 from . import thrift_sizes as sizes
 from .base import Backend, split_column
 from .hbase_thrift2_admin import Thrift2Admin
-from .hbase_servers import parse_servers, server_list
+from .hbase_servers import server_list
 from .hbase_thrift2_conn import Thrift2Pool
 from .hbase_thrift2_idl import hbase2
 
@@ -139,7 +139,7 @@ class HBaseThrift2Backend(Thrift2Admin, Backend):
         o = parsed.options
         return cls(parsed.host, parsed.port, o["transport"], o["protocol"], o["table_prefix"],
                    o["pool_size"], o["timeout_ms"], o["retries"], max_frame_mb=o["max_frame_mb"],
-                   servers=getattr(parsed, "servers", None) or parse_servers(parsed.text))
+                   servers=parsed.servers)
 
     @property
     def servers(self):

@@ -29,7 +29,7 @@ hold their connections in a :class:`ServerPool`, and run each call with :meth:`S
   servers close connections idle for ``hbase.thrift.server.socket.read.timeout``, 60 s; a request
   sent on one fails only after it was sent).
 
-:func:`parse_servers` reads the server list of a URL, :meth:`ServerPool.probe` asks each server
+:func:`~socorro_store.config.parse_servers` reads the server list of a URL, :meth:`ServerPool.probe` asks each server
 once (``socorro-store ping``, ``tables describe``).
 """
 

@@ -20,6 +20,7 @@ Values: a missing or empty field is :data:`UNKNOWN`; a value is stripped and cut
 (:mod:`socorro_store.crashstore.counters`, ``Dimensions``).
 """
 
+import functools
 from urllib.parse import quote, unquote
 
 from ..errors import InvalidArgument
@@ -89,7 +90,12 @@ def filter_key(product=None, version=None, os=None):
 
 def keys_of(dims, kinds):
     """The keys of each dimension in ``kinds`` for one crash's ``dims`` {product, version, os}."""
-    return [dimension_key(kind, dims.get("product"), dims.get("version"), dims.get("os")) for kind in kinds]
+    return list(_keys(tuple(kinds), dims.get("product"), dims.get("version"), dims.get("os")))
+
+
+@functools.lru_cache(maxsize=4096)  # crashes share a few combinations; quoting them is the cost
+def _keys(kinds, product, version, os):
+    return tuple(dimension_key(kind, product, version, os) for kind in kinds)
 
 
 def with_key(column, key):

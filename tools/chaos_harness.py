@@ -646,6 +646,123 @@ def load_run(directory, crashes=20_000, collectors=4, processors=4, seed="load")
     return result
 
 
+# -- steady children: they ride through a server-side fault (issue 31, tools/cluster_faults.py) --
+
+def run_steady_writer(url, seed, start, count, ack_path, stop_path=None, give_up_s=300):
+    """Save crashes ``start..start+count`` of ``seed`` one call each; a typed error is logged as
+    ``R <type> <message>`` and the same crash is saved again (saves are idempotent) until it is
+    acknowledged or it failed for ``give_up_s``.  It stops early, between two crashes, once
+    ``stop_path`` exists (so crashes ``start..start+len(S lines)`` are all it tried).
+    Acknowledgements are ``S <id> <µs>`` (from the first attempt) followed by ``T <id> <unix ms>``
+    (when it was acknowledged)."""
+    from socorro_store import open_store
+
+    acks = AckLog(ack_path)
+    try:
+        with open_store(url) as store:
+            for i in range(start, start + count):
+                if stop_path and os.path.exists(stop_path):
+                    break
+                crash_id, raw, dumps = make_raw(seed, i)
+                began = time.perf_counter()
+                while True:
+                    try:
+                        store.save_raw_crash(raw, dumps, crash_id)
+                        break
+                    except SocorroStoreError as exc:
+                        acks.write("R", type(exc).__name__, str(exc)[:200])
+                        if time.perf_counter() - began > give_up_s:
+                            raise
+                        time.sleep(0.2)
+                acks.write("S", crash_id, int((time.perf_counter() - began) * 1e6))
+                acks.write("T", crash_id, int(time.time() * 1000))
+    except Exception as exc:  # noqa: BLE001 - the parent classifies it
+        _log_error(acks, exc)
+        return 1
+    finally:
+        acks.close()
+    return 0
+
+
+def run_steady_processor(url, ack_path, done_path, batch=20, lease_s=20, give_up_s=300, name=None):
+    """Take, read and process crashes until ``done_path`` exists and the queue yielded nothing for
+    longer than a lease (a crash whose claim a failed call lost comes back when its ``lease_s``
+    lease ends).  A typed
+    error is logged as ``R …`` and the call is tried again; ``P <id>`` then ``T <id> <unix ms>``
+    once a crash is saved processed."""
+    from socorro_store import open_store
+
+    acks = AckLog(ack_path)
+    name = name or f"steady-{os.getpid()}"
+
+    def patiently(call):
+        began = time.monotonic()
+        while True:
+            try:
+                return call()
+            except SocorroStoreError as exc:
+                acks.write("R", type(exc).__name__, str(exc)[:200])
+                if time.monotonic() - began > give_up_s:
+                    raise
+                time.sleep(0.2)
+
+    try:
+        with open_store(url) as store:
+            idle_since = None
+            while True:
+                finished = os.path.exists(done_path)  # read before taking: no crash arrives after
+                ids = patiently(lambda: list(store.new_crashes(limit=batch, processor_id=name, lease_seconds=lease_s)))
+                if not ids:
+                    idle_since = idle_since or time.monotonic()
+                    if finished and time.monotonic() - idle_since > lease_s + 2:
+                        break  # longer than a lease: no claim a failed call lost is still out
+                    time.sleep(0.1)
+                    continue
+                idle_since = None
+                for crash_id in ids:
+                    raw = patiently(lambda: store.get_raw_crash(crash_id))
+                    patiently(lambda: store.get_raw_dumps(crash_id))
+                    patiently(lambda: store.save_processed(processed_doc(raw)))
+                    acks.write("P", crash_id)
+                    acks.write("T", crash_id, int(time.time() * 1000))
+    except Exception as exc:  # noqa: BLE001
+        _log_error(acks, exc)
+        return 1
+    finally:
+        acks.close()
+    return 0
+
+
+def read_ack_times(path):
+    """Unix seconds of every ``T`` line of an ack file (steady children write them), in order."""
+    times = []
+    if os.path.exists(path):
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("T ") and line.endswith("\n"):
+                    times.append(int(line.split()[2]) / 1000)
+    return times
+
+
+def count_retries(path):
+    """How many ``R`` lines (a typed error, then tried again) an ack file holds."""
+    if not os.path.exists(path):
+        return 0
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return sum(1 for line in handle if line.startswith("R "))
+
+
+def longest_gap(times, since=None, until=None):
+    """The longest time (s) between consecutive moments of ``times`` (sorted here), counting from
+    ``since`` and to ``until`` when given: the longest stall in acknowledgements."""
+    points = sorted(t for t in times if (since is None or t >= since) and (until is None or t <= until))
+    if since is not None:
+        points.insert(0, since)
+    if until is not None:
+        points.append(until)
+    return max((b - a for a, b in zip(points, points[1:])), default=0.0)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python tools/chaos_harness.py")
     sub = parser.add_subparsers(dest="role", required=True)
@@ -655,7 +772,18 @@ def main(argv=None):
     p = sub.add_parser("processor")
     for name in ("url", "ack", "done", "batch"):
         p.add_argument(name)
+    sw = sub.add_parser("steady-writer")
+    for name in ("url", "seed", "start", "count", "ack"):
+        sw.add_argument(name)
+    sw.add_argument("stop", nargs="?")
+    sp = sub.add_parser("steady-processor")
+    for name in ("url", "ack", "done", "batch"):
+        sp.add_argument(name)
     args = parser.parse_args(argv)
+    if args.role == "steady-writer":
+        return run_steady_writer(args.url, args.seed, int(args.start), int(args.count), args.ack, args.stop)
+    if args.role == "steady-processor":
+        return run_steady_processor(args.url, args.ack, args.done, int(args.batch))
     if args.role == "writer":
         return run_writer(args.url, args.seed, int(args.start), int(args.count), args.ack,
                           int(args.process_every), int(args.flush_ms) or None)

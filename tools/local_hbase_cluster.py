@@ -40,6 +40,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import time
 
 from local_hbase import _LOG4J2, HBaseUnavailable, LocalHBase, _site_xml, fetch_jars, free_port
@@ -63,6 +64,49 @@ FAST_FAILURE = {
     "zookeeper.recovery.retry": 1,
     "zookeeper.recovery.retry.intervalmill": 200,
 }
+
+#: A tiny HBase Admin client (compiled once with ``javac`` against the cached jars): what Thrift
+#: cannot do.  ``move PREFIX``: every region of the tables named ``PREFIX*`` to the next region
+#: server (by port); ``split TABLE HEXKEY``: split the region holding the key at it (waits);
+#: ``balance``: run the balancer once.
+ADMIN_JAVA = """
+import java.util.*;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.hbase.*;
+import org.apache.hadoop.hbase.client.*;
+import org.apache.hadoop.hbase.util.Bytes;
+
+public class ClusterAdmin {
+  public static void main(String[] a) throws Exception {
+    try (Connection c = ConnectionFactory.createConnection(HBaseConfiguration.create());
+         Admin admin = c.getAdmin()) {
+      List<ServerName> servers = new ArrayList<>(admin.getRegionServers());
+      servers.sort(Comparator.comparingInt(ServerName::getPort));
+      if (a[0].equals("move")) {
+        int moved = 0;
+        for (TableName t : admin.listTableNames()) {
+          if (!t.getNameAsString().startsWith(a[1])) continue;
+          for (HRegionLocation loc : c.getRegionLocator(t).getAllRegionLocations()) {
+            ServerName to = servers.get((servers.indexOf(loc.getServerName()) + 1) % servers.size());
+            admin.move(loc.getRegion().getEncodedNameAsBytes(), to);
+            moved++;
+          }
+        }
+        System.out.println("moved " + moved);
+      } else if (a[0].equals("split")) {
+        byte[] key = Bytes.fromHex(a[2]);
+        RegionInfo region = c.getRegionLocator(TableName.valueOf(a[1])).getRegionLocation(key, true).getRegion();
+        admin.splitRegionAsync(region.getRegionName(), key).get(120, TimeUnit.SECONDS);
+        System.out.println("split " + region.getRegionNameAsString());
+      } else if (a[0].equals("balance")) {
+        System.out.println("balanced " + admin.balance());
+      } else {
+        throw new IllegalArgumentException("move PREFIX | split TABLE HEXKEY | balance");
+      }
+    }
+  }
+}
+"""
 
 ROLE_ORDER = ("zookeeper", "master", "regionserver", "thrift", "thrift2")
 
@@ -336,6 +380,22 @@ class LocalHBaseCluster(LocalHBase):
         else:
             self._wait_answering(deadline, [(self._name(role, index), self.procs[role][index])],
                                  self.ports["thrift"][0], self.transport, self.protocol, ddl=True)
+
+    def admin(self, *args, timeout_s=300):
+        """Run :data:`ADMIN_JAVA` (``move PREFIX``, ``split TABLE HEXKEY``, ``balance``) against
+        the cluster; returns its last output line.  Compiled into ``DIR/conf/admin`` on first use."""
+        classes = self.conf_dir / "admin"
+        if not (classes / "ClusterAdmin.class").exists():
+            classes.mkdir(parents=True, exist_ok=True)
+            (classes / "ClusterAdmin.java").write_text(ADMIN_JAVA)
+            subprocess.run(["javac", "-nowarn", "-cp", f"{self.lib}/*", "-d", str(classes),
+                            str(classes / "ClusterAdmin.java")], check=True, capture_output=True, timeout=timeout_s)
+        done = subprocess.run(["java", "-Xmx256m", f"-Dhbase.log.file={self.directory / 'admin.log'}", "-cp",
+                               f"{self.conf_dir}:{classes}:{self.lib}/*", "ClusterAdmin", *map(str, args)],
+                              capture_output=True, text=True, timeout=timeout_s)
+        if done.returncode:
+            raise HBaseUnavailable(f"ClusterAdmin {' '.join(map(str, args))} failed: {done.stderr[-2000:]}")
+        return (done.stdout.strip().splitlines() or [""])[-1]
 
     def all_running(self):
         return all(proc is not None and proc.poll() is None for _name, proc in self._watched())

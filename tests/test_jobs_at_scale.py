@@ -124,3 +124,23 @@ def test_cli_says_who_holds_the_lease(embedded_url):
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and "'rollup' holds the 'counters' lease" in result.stderr
     assert holder.run.run_id in result.stderr and "Traceback" not in result.stderr
+
+
+def test_rollup_memory_does_not_grow_with_the_signatures_of_a_day(tmp_path):
+    """A day's per-signature counts go to a temporary file, and signatures are fixed a chunk at a
+    time: rolling up a day of 4x the signatures peaks about the same (issue 32: it held every
+    signature's counts, its live cells and every differing cell of the day at once)."""
+    peaks, distinct = [], []
+    for name, n in (("s1", 3000), ("s4", 12000)):
+        store = open_store(f"embedded://{tmp_path / name}", background_counters=False)
+        try:
+            store.create_tables()
+            load_direct(store.backend, 1, n, seed=5, start=DAY, signatures=n)
+            peak, report = _peak(lambda store=store: rollup.run_rollup(
+                store.backend, until=DAY + timedelta(days=1), grace_s=0, since=DAY))
+            peaks.append(peak)
+            distinct.append(sum(1 for _ in store.backend.scan(K.SIGNATURES, columns=[K.FAMILY_COUNTERS])))
+        finally:
+            store.close()
+    assert distinct[1] > 3 * distinct[0], distinct  # the second day holds > 3x the signatures
+    assert peaks[1] < 1.5 * peaks[0], peaks

@@ -203,12 +203,17 @@ def main(argv=None):
         first, rare = top[0]["signature"], signature_names(SIGNATURES, random.Random(args.seed))[-1]
         crash = app.get("/api/signature?" + urllib.parse.urlencode({"signature": first})).get_json()["crashes"][0]["crash_id"]
         top_sig, rare_sig = (urllib.parse.urlencode({"signature": name}) for name in (first, rare))
+        fifth = top_sig  # page 5: follow the "older" cursor four times (pages go by cursor)
+        for _ in range(4):
+            older = app.get(f"/api/signature?{fifth}").get_json().get("older")
+            if older:
+                fifth = urllib.parse.urlencode({"signature": first, "before": older})
         # (path, is it one the 100 ms target is about)
         paths = [("/", False), ("/topcrashers/", True), ("/topcrashers/?days=30", True),
                  ("/topcrashers/?product=Firefox&days=7", True),
                  ("/topcrashers/?product=Firefox&version=120.0.1&os=Windows+NT", True),
                  (f"/signature/?{top_sig}", True), (f"/signature/?{rare_sig}", True),
-                 (f"/signature/?{top_sig}&page=5", True), (f"/report/index/{crash}", False),
+                 (f"/signature/?{fifth}", True), (f"/report/index/{crash}", False),
                  ("/api/topcrashers?days=7", True), (f"/api/signature?{top_sig}", True),
                  (f"/api/report/{crash}", False), ("/api/queue", False)]
         server = make_web_server(store, "127.0.0.1", 0)

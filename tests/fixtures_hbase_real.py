@@ -34,16 +34,21 @@ from socorro_store.backends import open_backend
 from socorro_store.schema.spec_loader import load_specs
 
 
-def _start_local_hbase(tmp_path_factory):
+def _start_local_hbase(tmp_path_factory, region_servers=0):
     try:
         from local_hbase import HBaseUnavailable, LocalHBase, require_tools
+        from local_hbase_cluster import LocalHBaseCluster
     except ImportError as exc:  # pragma: no cover - tools/ is on pytest's pythonpath
         pytest.skip(f"tools/local_hbase.py not importable: {exc}")
     try:
         require_tools()
     except HBaseUnavailable as exc:
         return None, str(exc)
-    hbase = LocalHBase(tmp_path_factory.mktemp("hbase-real"), log=lambda msg: print(msg), thrift2=True)
+    if region_servers:
+        hbase = LocalHBaseCluster(tmp_path_factory.mktemp("hbase-real-cluster"), region_servers=region_servers,
+                                  thrift2=True, log=lambda msg: print(msg))
+    else:
+        hbase = LocalHBase(tmp_path_factory.mktemp("hbase-real"), log=lambda msg: print(msg), thrift2=True)
     try:
         hbase.start(timeout_s=float(os.environ.get("SOCORRO_STORE_HBASE_START_TIMEOUT", "180")))
     except HBaseUnavailable as exc:
@@ -52,17 +57,23 @@ def _start_local_hbase(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def hbase_real(tmp_path_factory):
-    """``(url, LocalHBase or None)``; skips without Java or Maven."""
+def hbase_real(request, tmp_path_factory):
+    """``(url, LocalHBase or None)``; skips without Java or Maven.  With ``--hbase-real-cluster N``
+    (or ``$SOCORRO_STORE_TEST_HBASE_CLUSTER=N``) the local HBase is a cluster of N region servers
+    (``local_hbase_cluster.LocalHBaseCluster``, N Thrift1 and N Thrift2 servers)."""
     external = os.environ.get("SOCORRO_STORE_TEST_HBASE")
     if external:
         yield external, None
         return
-    hbase, missing = _start_local_hbase(tmp_path_factory)
+    region_servers = real_cluster_size(request.config)
+    hbase, missing = _start_local_hbase(tmp_path_factory, region_servers)
     if hbase is None:
         pytest.skip(f"no real HBase: {missing}")
     try:
-        yield hbase.url, hbase
+        # On a cluster, Thrift1 goes through one of its Thrift servers: a Thrift1 scanner lives in
+        # the server that opened it, and the multi-server pool does not yet keep a scan's calls on
+        # it (tests/test_hbase_cluster_faults.py); Thrift2 (stateless scans) goes through all.
+        yield (hbase.thrift_urls()[0] if region_servers else hbase.url), hbase
     finally:
         hbase.stop()
 
@@ -207,9 +218,21 @@ def hbase_real_thrift2_pool(hbase_real, hbase_real_thrift2_url):
 CLUSTER_ENV = "SOCORRO_STORE_TEST_CLUSTER"
 
 
+REAL_CLUSTER_ENV = "SOCORRO_STORE_TEST_HBASE_CLUSTER"
+
+
 def pytest_addoption(parser):
     parser.addoption("--run-cluster", action="store_true", default=False,
                      help=f"run the tests on a local HBase cluster of 3 region servers (or ${CLUSTER_ENV}=1)")
+    parser.addoption("--hbase-real-cluster", type=int, default=None, metavar="N",
+                     help=f"run the hbase-real kinds on a local HBase cluster of N region servers, not one JVM "
+                          f"(or ${REAL_CLUSTER_ENV}=N)")
+
+
+def real_cluster_size(config):
+    """N of ``--hbase-real-cluster N`` / ``$SOCORRO_STORE_TEST_HBASE_CLUSTER``; 0: one JVM."""
+    value = config.getoption("--hbase-real-cluster")
+    return int(value if value is not None else os.environ.get(REAL_CLUSTER_ENV) or 0)
 
 
 def cluster_wanted(config):

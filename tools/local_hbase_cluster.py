@@ -43,7 +43,7 @@ import socket
 import subprocess
 import time
 
-from local_hbase import _LOG4J2, HBaseUnavailable, LocalHBase, _site_xml, fetch_jars, free_port
+from local_hbase import _LOG4J2, JAVA_FLAGS, HBaseUnavailable, LocalHBase, _site_xml, fetch_jars, free_port
 
 #: Settings that make a dead process noticed in seconds (HBase's defaults are for a data centre).
 FAST_FAILURE = {
@@ -390,7 +390,7 @@ class LocalHBaseCluster(LocalHBase):
             (classes / "ClusterAdmin.java").write_text(ADMIN_JAVA)
             subprocess.run(["javac", "-nowarn", "-cp", f"{self.lib}/*", "-d", str(classes),
                             str(classes / "ClusterAdmin.java")], check=True, capture_output=True, timeout=timeout_s)
-        done = subprocess.run(["java", "-Xmx256m", f"-Dhbase.log.file={self.directory / 'admin.log'}", "-cp",
+        done = subprocess.run(["java", "-Xmx256m", *JAVA_FLAGS, f"-Dhbase.log.file={self.directory / 'admin.log'}", "-cp",
                                f"{self.conf_dir}:{classes}:{self.lib}/*", "ClusterAdmin", *map(str, args)],
                               capture_output=True, text=True, timeout=timeout_s)
         if done.returncode:
@@ -427,8 +427,11 @@ class LocalHBaseCluster(LocalHBase):
         while stopping (a second Ctrl-C) SIGKILLs whatever is still running before it goes on."""
         procs = [proc for _name, proc in self._watched()]
         try:
+            extra = list(getattr(self, "extra_thrift", []))  # start_extra_thrift's servers
+            procs += extra
             for group in (("thrift", "thrift2"), ("regionserver",), ("master",), ("zookeeper",)):
-                self._end_all([p for role in group for p in self.procs[role]], signal.SIGTERM, grace_s)
+                self._end_all([p for role in group for p in self.procs[role]] + (extra if "thrift" in group else []),
+                              signal.SIGTERM, grace_s)
         except BaseException:
             for proc in procs:
                 if proc is not None and proc.poll() is None:

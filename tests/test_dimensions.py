@@ -14,6 +14,7 @@ from socorro_store.crashstore import counters, dimensions
 from socorro_store.jobs import registry, rollup
 from socorro_store.schema import dimension_keys as DK
 from socorro_store.schema import keys as K
+from socorro_store.schema import ranking_keys as RK
 
 PRODUCTS = {"Firefox": ["120.0", "121.0"], "Thunderbird": ["115.3"]}
 OSES = ["Windows NT", "Linux", "Mac OS X"]
@@ -64,12 +65,15 @@ def test_top_crashers_per_filter_are_exact_live_and_after_rollup(store):
         for v in versions:
             assert store.get_metrics("2016", product=p, version=v)["submitted_crash_reports"] == \
                 sum(1 for t in truth if t[:2] == (p, v))
-    # corrupt one dimensioned cell; the roll-up makes every filter exact again, and a rerun writes nothing
+    # corrupt one dimensioned cell and the product's ranking cell (what a day's report reads);
+    # the roll-up makes every filter exact again, and a rerun writes nothing
     column = DK.with_key(K.signature_counter_columns(DAY)["day"], DK.filter_key("Firefox"))
     store.backend.mutate_rows(K.SIGNATURES, [RowMutation(K.signature_row("js::GC"), {column: K.encode_counter(999)})])
+    store.backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(RK.rank_row(DAY.date(), RK.product_key("Firefox")), {
+        RK.rank_column(K.signature_row("js::GC")): K.encode_counter(999)})])
     assert store.top_signatures(DAY, DAY + timedelta(days=1), product="Firefox")["total"] > 900
     report = rollup.run_rollup(store.backend, until=DAY + timedelta(days=3), since="2016-09-01")
-    assert report["drift"].get("signatures_dimensions", 0) >= 1
+    assert report["drift"].get("signatures_dimensions", 0) >= 1 and report["drift"]["rankings"] == 1
     _check_top(store, truth)
     again = rollup.run_rollup(store.backend, until=DAY + timedelta(days=3), since="2016-09-01")
     assert again["cells_written"] == 0 and again["cells_deleted"] == 0

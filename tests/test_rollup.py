@@ -10,6 +10,7 @@ from socorro_store.jobs import rollup
 from socorro_store.jobs import runs as jobs
 from socorro_store.schema import dimension_keys as DK
 from socorro_store.schema import keys as K
+from socorro_store.schema import ranking_keys as RK
 
 
 @pytest.fixture
@@ -162,9 +163,13 @@ def test_expiry_keeps_coarser_levels_and_only_deletes_rolled_up_detail(loaded):
         assert values == {c: v for c, v in before_sigs[row].items() if c.startswith(kept)}
     # the first-seen markers went with the signature columns of their intervals
     seen = [K.parse_metrics_row(row) for row, _cells in backend.scan(K.SIGNATURES_SEEN)
-            if not row.startswith(DK.REGISTRY_PREFIX)]  # the dimension registry rows stay
+            if not row.startswith((DK.REGISTRY_PREFIX, RK.RANK_PREFIX))]  # the dimension registry rows stay
     assert report["first_seen_rows"] > 0 and seen
     assert all(level == "year" or (level in ("month", "day") and start.year == 2017) for level, start in seen)
+    # and the rankings with the daily columns they sum
+    ranked = [RK.parse_rank_row(row)[0] for row, _cells in backend.scan(K.SIGNATURES_SEEN, start=RK.RANK_PREFIX,
+                                                                          stop=RK.SINCE_ROW)]
+    assert report["ranking_rows"] > 0 and ranked and all(day.year == 2017 for day in ranked)
     # the month rows were flagged, so rolling them up again recounts the crashes
     assert rollup.COL_SIG_DAYS_EXPIRED in backend.get_row(K.METRICS, b"2016-12")
     rollup.run_rollup(backend, until=UNTIL, since="2016-12-01")

@@ -83,11 +83,13 @@ from ..schema.keys import (
     first_seen_cells,
     metrics_row,
     metrics_rows,
+    parse_timestamp,
     signature_counter_columns,
     signature_row,
     validate_process_type,
 )
 from ..schema import dimension_keys as DK
+from ..schema import ranking_keys as RK
 from ..schema.crash_facts import stored_dimensions
 from ..schema.stored import validate_metrics_row_name
 from .counter_sender import CounterSender
@@ -170,14 +172,20 @@ def hang_pair_increments(submitted):
 
 
 def signature_increments(signature, submitted, amount=1, cells=None):
-    """The four interval counters of ``signature`` for a crash submitted at ``submitted``; with
-    ``cells`` (the processed crash's puts) also the dimensioned ones of each interval."""
+    """The four interval counters of ``signature`` for a crash submitted at ``submitted``, and
+    its count in the day's ranking (:mod:`~socorro_store.schema.ranking_keys`); with ``cells``
+    (the processed crash's puts) also the dimensioned ones of each interval, and its product's
+    ranking."""
     row = signature_row(signature)
     columns = list(signature_counter_columns(submitted).values())
+    day = parse_timestamp(submitted).date()
+    rankings = [RK.rank_row(day)]
     if cells is not None:
         keys = DK.keys_of(crash_dimensions(cells), DK.SIGNATURE_DIMENSIONS)
         columns += [DK.with_key(column, key) for column in columns for key in keys]
-    return [Increment(SIGNATURES, row, column, amount) for column in columns]
+        rankings += [RK.rank_row(day, key) for key in DK.keys_of(crash_dimensions(cells), RK.RANKED_KINDS)]
+    return ([Increment(SIGNATURES, row, column, amount) for column in columns]
+            + [Increment(SIGNATURES_SEEN, ranking, RK.rank_column(row), amount) for ranking in rankings])
 
 
 def processed_consumed_increments(queue, count):

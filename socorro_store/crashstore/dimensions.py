@@ -24,6 +24,7 @@ import time
 from ..backends.base import Increment, RowMutation
 from ..errors import InvalidArgument
 from ..schema import dimension_keys as DK
+from ..schema import ranking_keys as RK
 from ..schema.keys import SIGNATURES_SEEN
 
 DIMENSION_CAPS = {"product": 100, "version": 200, "os": 50}
@@ -100,12 +101,18 @@ class Dimensions:
         return found
 
     def rewrite(self, backend, increments):
-        """``increments`` with every dimensioned column's key capped."""
+        """``increments`` with every dimensioned column's key capped (and a product ranking's
+        row key)."""
         out = []
         for inc in increments:
-            plain, key = DK.split_column(inc.column)
-            if key is not None:
-                inc = Increment(inc.table, inc.row, DK.with_key(plain, self.resolve_key(backend, key)), inc.amount)
+            if inc.table == SIGNATURES_SEEN and inc.row.startswith(RK.RANK_PREFIX):
+                plain, key = DK.split_column(inc.row)  # a ranking: the key is in the row, a signature in the column
+                if key is not None:
+                    inc = Increment(inc.table, DK.with_key(plain, self.resolve_key(backend, key)), inc.column, inc.amount)
+            else:
+                plain, key = DK.split_column(inc.column)
+                if key is not None:
+                    inc = Increment(inc.table, inc.row, DK.with_key(plain, self.resolve_key(backend, key)), inc.amount)
             out.append(inc)
         return out
 

@@ -17,7 +17,7 @@ from ..checks import is_int
 from ..errors import InvalidArgument
 from ..schema import dimension_keys as DK
 from ..schema import keys as K
-from . import counters
+from . import counters, rankings
 
 DEFAULT_TOP = 20
 CHART_HOURS = 48
@@ -77,7 +77,10 @@ def top_signatures(backend, start, end, limit=DEFAULT_TOP, product=None, version
     every signature in the period), ``previous_rank``/``previous_count`` in the period of equal
     length just before, and ``movement``: ``new``, ``up``, ``down`` or ``same``.  ``submitted``
     is the crashes submitted in the period by the ``metrics`` rows (processed or not).
-    One column-filtered scan of ``crash_report_signatures`` and one read of ``metrics``.
+    Whole days (for all crashes or a product alone) are read from the daily rankings
+    (:mod:`.rankings`: one multi-row read, whatever the number of signatures stored); hours,
+    other filters and days before the rankings are complete cost a column-filtered scan of
+    ``crash_report_signatures`` instead.  Then one read of ``metrics``.
 
     ``product`` / ``version`` (with its product) / ``os``: only the crashes of that product,
     version, OS (any combination); ``total`` is then the filter's total, ``submitted`` the
@@ -91,16 +94,9 @@ def top_signatures(backend, start, end, limit=DEFAULT_TOP, product=None, version
     level, moments = _intervals(start, end)
     previous_start = start - (end - start)
     _, previous = _intervals(previous_start, start)
-    current_cols = {DK.with_key(K.signature_counter_column(level, K.metrics_row(m, level)), key) for m in moments}
-    previous_cols = {DK.with_key(K.signature_counter_column(level, K.metrics_row(m, level)), key) for m in previous}
-    now_counts, then_counts = {}, {}
-    for row, cells in backend.scan(K.SIGNATURES, columns=sorted(current_cols | previous_cols), page_size=1000):
-        for column, value in cells.items():
-            if len(value) != 8:
-                continue
-            target = now_counts if column in current_cols else then_counts if column in previous_cols else None
-            if target is not None:
-                target[row] = target.get(row, 0) + K.decode_counter(value)
+    ranked = rankings.read_rankings(backend, [[m.date() for m in moments], [m.date() for m in previous]], key) \
+        if level == "day" else None
+    now_counts, then_counts = ranked if ranked is not None else _scan_counts(backend, level, moments, previous, key)
     total = sum(n for n in now_counts.values() if n > 0)
     ranks, previous_ranks = _ranked(now_counts), _ranked(then_counts)
     metric_rows = [K.metrics_row(m, level) for m in moments]
@@ -124,6 +120,22 @@ def top_signatures(backend, start, end, limit=DEFAULT_TOP, product=None, version
     return {"start": start.isoformat(), "end": end.isoformat(), "previous_start": previous_start.isoformat(),
             "level": level, "total": total, "submitted": submitted, "signatures": signatures,
             **({"dimension": dimension} if dimension else {})}
+
+
+def _scan_counts(backend, level, moments, previous, key):
+    """``({signature row: n} of the period, of the previous one)`` by a column-filtered scan of
+    every signature row (hours, filters with no ranking, days before the rankings)."""
+    current_cols = {DK.with_key(K.signature_counter_column(level, K.metrics_row(m, level)), key) for m in moments}
+    previous_cols = {DK.with_key(K.signature_counter_column(level, K.metrics_row(m, level)), key) for m in previous}
+    now_counts, then_counts = {}, {}
+    for row, cells in backend.scan(K.SIGNATURES, columns=sorted(current_cols | previous_cols), page_size=1000):
+        for column, value in cells.items():
+            if len(value) != 8:
+                continue
+            target = now_counts if column in current_cols else then_counts if column in previous_cols else None
+            if target is not None:
+                target[row] = target.get(row, 0) + K.decode_counter(value)
+    return now_counts, then_counts
 
 
 def _first_seen(by_level):

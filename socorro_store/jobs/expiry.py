@@ -22,7 +22,8 @@ columns of a month (year) are deleted, the metrics row of that month (year) gets
 ``timestamps:expired_signature_days`` (``…_months``) so a later roll-up of it recounts from the
 crash rows instead of summing columns that are gone.  Dimensioned signature columns
 (``daily_…|p=Firefox``) expire with their plain column; the cardinality registry rows
-(``~dimensions/…`` in ``crash_report_signatures_seen``) are kept.  The first-seen markers of an interval
+(``~dimensions/…`` in ``crash_report_signatures_seen``) are kept; a day's rankings (``~rank/<day>…``)
+go with its daily signature columns.  The first-seen markers of an interval
 (``crash_report_signatures_seen``) go with its signature columns.
 """
 
@@ -35,6 +36,7 @@ from ..errors import InvalidArgument
 from ..crashstore.claims import decode_claims, lease_of
 from ..schema import dimension_keys as DK
 from ..schema import keys as K
+from ..schema import ranking_keys as RK
 from ..schema.queue_keys import CLAIMS_PREFIX, parse_claim_row_key
 from . import runs
 from .rollup import COL_ROLLED_UP, COL_SIG_DAYS_EXPIRED, COL_SIG_MONTHS_EXPIRED
@@ -107,6 +109,7 @@ def expire(backend, retention=None, now=None, heartbeat=None):
     hour_limit = hour_now - timedelta(days=retention.metrics_hour_days)
     marks = _Marks(backend)
     report = {"metrics_minute_rows": 0, "metrics_hour_rows": 0, "signature_columns": 0, "first_seen_rows": 0,
+              "ranking_rows": 0,
               "kept_unmarked": 0, "claim_histories": 0}
     # metrics: every row before the minute limit (minute rows older than it are being deleted)
     deletes = []
@@ -172,6 +175,16 @@ def expire(backend, retention=None, now=None, heartbeat=None):
     for i in range(0, len(intervals), 1000):
         backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(r, delete_row=True) for r in intervals[i:i + 1000]])
     report["first_seen_rows"] = len(intervals)
+    # the rankings of the days whose signature columns went (the day's ranking is their sum)
+    for interval in intervals:
+        level, start = K.parse_metrics_row(interval)
+        if level == "day":
+            first = RK.rank_row(start.date())
+            rows = [row for row, _cells in backend.scan(K.SIGNATURES_SEEN, start=first,
+                                                        stop=first + DK.SEPARATOR + b"\xff", page_size=4)]
+            if rows:
+                backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(r, delete_row=True) for r in rows])
+            report["ranking_rows"] += len(rows)
     claim_limit = now.replace(second=0, microsecond=0) - timedelta(days=retention.claim_days)
     report["claim_histories"] = expire_claim_histories(backend, claim_limit, heartbeat)
     return report

@@ -65,7 +65,8 @@ from ..crashstore import counters
 from ..errors import InvalidArgument
 from ..schema import dimension_keys as DK
 from ..schema import keys as K
-from . import data_days, recount, registry, runs
+from ..crashstore import rankings
+from . import data_days, ranking, recount, registry, runs
 from .spilled_counts import SpilledCounts
 
 JOB = "rollup"
@@ -132,7 +133,7 @@ class Corrector:
 
     def __init__(self, backend, report):
         self.backend, self.report = backend, report
-        self.mutations = {K.METRICS: {}, K.SIGNATURES: {}}
+        self.mutations = {K.METRICS: {}, K.SIGNATURES: {}, K.SIGNATURES_SEEN: {}}
 
     def _mutation(self, table, row):
         return self.mutations[table].setdefault(row, RowMutation(row))
@@ -152,7 +153,7 @@ class Corrector:
 
     def _drift(self, kind, row, column, live, exact):
         drift = self.report["drift"]
-        if DK.SEPARATOR in column:
+        if kind != "rankings" and DK.SEPARATOR in column:  # a ranking column is a signature
             # tallied apart, without examples: a processed crash with no product/version moves
             # its dimensioned counts to the raw crash's values here, which is expected, not drift
             # worth an example
@@ -176,7 +177,7 @@ class Corrector:
             batch = [m for m in rows.values() if m.puts or m.deletes]
             for i in range(0, len(batch), 1000):
                 self.backend.mutate_rows(table, batch[i:i + 1000])
-        self.mutations = {K.METRICS: {}, K.SIGNATURES: {}}
+        self.mutations = {K.METRICS: {}, K.SIGNATURES: {}, K.SIGNATURES_SEEN: {}}
 
 
 def _decode_cells(cells):
@@ -287,6 +288,8 @@ def rollup_day(backend, day, cutoff, corrector, stamp, signature_counts, admissi
         day_column = K.signature_counter_columns(day)["day"] if day_closed else None
         _fix_day_signatures(backend, corrector, signature_counts, day.strftime("%Y-%m-%d"), set(wanted), day_column,
                             admission)
+        if day_column in wanted:
+            ranking.fix_day_rankings(backend, corrector, signature_counts, day.date(), admission)
     signature_counts.drop_live(day.strftime("%Y-%m-%d"))
 
 
@@ -497,11 +500,22 @@ def rollup(ctx, backend, until=None, grace_s=DEFAULT_GRACE_S, since=None,
     stamp = _iso(datetime.now(UTC)).encode()
     corrector = Corrector(backend, report)
     admissions = registry.Admissions(backend)
+    # a run that recomputes every day from a day on (the first run, or --since) makes the
+    # rankings of those days exact: reports may read them from then on
+    complete_from = None  # a date, or the first day of any data
+    if days and since is not None:
+        since_day = _day(K.parse_timestamp(since, "since")).date()
+        older = data_days.days_with_data(backend, EPOCH, since_day)  # nothing before it: from the start
+        complete_from = since_day if older else rankings.FIRST_DAY
+    elif days and _previous_cutoff(backend) is None:
+        complete_from = rankings.FIRST_DAY  # the first run recomputes every day held
     with SpilledCounts() as signature_counts:
         _rollup_days(ctx, backend, cutoff, days, next_index, report, corrector, stamp, signature_counts, admissions,
                      page_size)
         _rollup_months_and_years(ctx, backend, cutoff, days, report, corrector, stamp, signature_counts, admissions)
     admissions.write_registry()
+    if complete_from is not None:  # every day from it recomputed: its rankings are exact
+        rankings.mark_complete(backend, complete_from)
     ctx.add_counts(crashes_read=report["crashes_read"], cells_written=report["cells_written"],
                    cells_deleted=report["cells_deleted"])
     return report

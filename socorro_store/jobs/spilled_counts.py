@@ -120,6 +120,14 @@ class SpilledCounts:
                     out[sig][(interval, key)] = n
         return out
 
+    def totals_by_key(self, key_prefixes):
+        """``(key, signature row, n)`` summed over the intervals, for the plain counts and the
+        keys starting with one of ``key_prefixes`` (bytes), ordered by key."""
+        where = " OR ".join(["key = x''"] + ["substr(key, 1, ?) = ?"] * len(key_prefixes))
+        params = [v for prefix in key_prefixes for v in (len(prefix), prefix)]
+        return self._db.execute(f"SELECT key, sig, SUM(n) FROM counts WHERE {where} GROUP BY key, sig ORDER BY key",
+                                params)
+
     def pop_counts(self, sig_row):
         """``{(interval row, key): n}`` of one signature row, then forgotten."""
         found = {(interval, key): n for interval, key, n in self._db.execute(

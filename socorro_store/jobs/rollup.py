@@ -384,16 +384,16 @@ def rollup_coarse(backend, level, start, corrector, stamp, signature_counts, adm
         return  # its detail and its crash rows are both gone: its counters stay as they are
     if expired:  # day by day, into the run's signature counts (one number per signature and key)
         signature_counts.clear()
-        day, end = start, K.interval_end(level, start)
+        end = K.interval_end(level, start)
         admission = admissions.of((end - timedelta(days=1)).date())
-        while day < end:
+        # only the days holding crashes or counters: a year of a few crash days walks those
+        for day in data_days.days_with_data(backend, start.date(), end.date()):
             tally = recount.count_day(backend, day, day + timedelta(days=1), signature_level=level,
                                       signature_counts=signature_counts)
             corrector.report["crashes_read"] += tally.crashes
             if tally.unaccounted or tally.whole_day_unaccounted:
                 _report_kept(corrector.report, tally, {row})
                 return  # leave the whole month (year) alone: a crash in it could not be counted
-            day += timedelta(days=1)
 
     def recounted(per_key):
         out = collections.Counter()

@@ -37,6 +37,7 @@ per plain crash; a2/b >= 10x metadata-only and >= 2.5x with dumps (a2 beside c2 
     PYTHONPATH=. python tools/bench_crashes.py --gateway       # a `socorro-store serve` it starts
     PYTHONPATH=. python tools/bench_crashes.py --url hbase://127.0.0.1:9090 --modes p,pb
     PYTHONPATH=. python tools/bench_crashes.py --local-hbase /tmp/bench-hbase   # a real HBase it starts
+    PYTHONPATH=. python tools/bench_crashes.py --local-hbase /tmp/bench-c3 --local-hbase-cluster 3 --modes p
 
 Each mode also reports the CPU each side used over its run, in cores (1.0 = one core busy): the
 client process (``time.process_time()``, all its threads), the server processes (the gateway, or
@@ -416,6 +417,9 @@ def main(argv=None):
     target.add_argument("--gateway", action="store_true", help="start a `socorro-store serve` and bench through it")
     target.add_argument("--local-hbase", metavar="DIR",
                         help="start a private Apache HBase + Thrift1 (tools/local_hbase.py) under DIR and bench on it")
+    parser.add_argument("--local-hbase-cluster", type=int, metavar="N", default=None,
+                        help="with --local-hbase: start a cluster of N region servers there instead "
+                             "(tools/local_hbase_cluster.py); the modes go through the URL naming its N Thrift2 servers")
     parser.add_argument("--thrift2", nargs="?", const="local", metavar="URL",
                         help="also run this store's modes (p, a1, a2, p@N) on HBase's Thrift2 server, as MODE~t2: "
                              "the one --local-hbase starts beside its Thrift1 server, or URL (hbase://H:P?api=thrift2)")
@@ -447,6 +451,13 @@ def main(argv=None):
                 (str(Path(__file__).with_name("serve_default_caches.py")),)
             gateway = Gateway(f"{workdir}/gateway", program=program)
             url, servers = gateway.url(), {"gateway": gateway.proc.pid}
+        elif args.local_hbase and args.local_hbase_cluster:
+            from local_hbase_cluster import LocalHBaseCluster
+            hbase = LocalHBaseCluster(args.local_hbase, region_servers=args.local_hbase_cluster, thrift2=True,
+                                      log=lambda msg: print(msg, file=sys.stderr)).start()
+            servers = {name: proc.pid for name, proc in hbase._watched()}
+            # through every Thrift2 server: a Thrift1 scanner cannot yet span several servers
+            url = hbase.thrift2_url
         elif args.local_hbase:
             hbase, servers = start_local_hbase(args.local_hbase, log=lambda msg: print(msg, file=sys.stderr),
                                                thrift2=args.thrift2 is not None)
@@ -483,6 +494,8 @@ def main(argv=None):
     targets = targets_of(results, ratios, real_hbase=hbase is not None or bool(thrift2_url) or
                          (args.url or "").startswith("hbase://") and not args.gateway)
     where = ("gateway (socorro-store serve)" if args.gateway else
+             f"local Apache HBase {hbase.lib.parent.name} cluster of {args.local_hbase_cluster} region servers"
+             if hbase and args.local_hbase_cluster else
              f"local Apache HBase {hbase.lib.parent.name} (tools/local_hbase.py)" if hbase else
              (args.url or "embedded (temp)"))
     if args.json:

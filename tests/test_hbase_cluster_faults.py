@@ -33,7 +33,6 @@ def test_fault_mid_ingest_loses_nothing_processes_nothing_twice_counters_exact(h
     # every acknowledged save was processed once: the queue handed each crash out once
     assert result["processed_acknowledged"] == result["acknowledged"], result
     assert result["stored"] >= result["acknowledged"], result
-    assert cluster_faults.problems(result) == {}
 
 
 @pytest.mark.xfail(strict=True, reason="Thrift1 scanners live in the Thrift server that opened them, and the "

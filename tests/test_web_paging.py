@@ -107,3 +107,43 @@ def test_the_library_call_reads_one_scan_page_and_one_get(deep):
     assert [c["crash_id"] for c in deepest["crashes"]] == newest_first[20:30]
     text = listings.page_cursor(*deepest["older"])
     assert listings.parse_page_cursor(text) == deepest["older"] and len(text) < 100
+
+
+class _ColumnsRead:
+    """Records the columns each ``get_rows`` of ``crash_reports`` asked for."""
+
+    def __init__(self, backend):
+        self._backend, self.asked = backend, []
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def get_rows(self, table, rows, columns=None, **kwargs):
+        if table == K.CRASH_REPORTS:
+            self.asked.append(set(columns or ()))
+        return self._backend.get_rows(table, rows, columns=columns, **kwargs)
+
+
+def test_a_page_lists_reason_and_build_from_small_cells_not_the_processed_json(embedded_url):
+    """A processed save writes ``flags:reason|address|build``; a page reads them, and reads the
+    processed JSON only of rows saved before they existed."""
+    from socorro_store.schema.crash_facts import LISTING_COLUMNS  # noqa: PLC0415
+
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        cids = [crash_id("0123456789abcdef"[i], BASE_TIME, random.Random(i)) for i in range(3)]
+        for i, cid in enumerate(cids):
+            store.save_raw_crash(raw_crash(cid, BASE_TIME + timedelta(minutes=i)), {}, cid)
+            store.save_processed(processed(cid, signature="sig", reason="EXCEPTION_ACCESS_VIOLATION_READ",
+                                           build="20231120093012"))
+        # one row as an older version left it: no listing cells
+        from socorro_store.backends import RowMutation  # noqa: PLC0415
+
+        store.backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cids[0]),
+                                                                deletes=list(LISTING_COLUMNS.values()))])
+        reading = _ColumnsRead(store.backend)
+        page = listings.signature_page(reading, "sig", 50)
+        assert [(c["reason"], c["build"]) for c in page["crashes"]] == \
+            [("EXCEPTION_ACCESS_VIOLATION_READ", "20231120093012")] * 3
+        assert K.COL_PROCESSED_JSON not in reading.asked[0]
+        assert reading.asked[1:] == [{K.COL_PROCESSED_JSON}]  # the older row's JSON only

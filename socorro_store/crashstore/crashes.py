@@ -27,7 +27,12 @@ from ..backends.base import MAX_CELL_BYTES
 from ..checks import is_int
 from ..errors import BackendError, BackendUnavailable, CrashIDNotFound, InvalidArgument, UnreadableDocument
 from ..schema import keys as K
-from ..schema.crash_facts import process_type_of, processed_dimension_cells, raw_dimension_cells
+from ..schema.crash_facts import (
+    process_type_of,
+    processed_dimension_cells,
+    processed_listing_cells,
+    raw_dimension_cells,
+)
 from ..schema.queue_keys import COL_DEAD, COL_DEAD_LETTER, claim_cell, dead_letter_key
 from ..schema.stored import stored_time, time_index_key_forms
 from . import counters
@@ -173,6 +178,7 @@ def prepare_processed(processed_crash, max_cell_bytes=MAX_CELL_BYTES):
     error = raw_signature is None or processed_crash.get("success") is False
     puts[K.COL_PROCESSING_ERROR] = b"1" if error else b"0"
     puts.update(processed_dimension_cells(processed_crash))  # product/version/os_name
+    puts.update(processed_listing_cells(processed_crash))  # reason/address/build, for lists
     return ProcessedCrash(crash_id, name, error, puts)
 
 

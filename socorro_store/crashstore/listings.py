@@ -37,7 +37,15 @@ from datetime import timedelta
 
 from ..errors import InvalidArgument
 from ..schema import keys as K
-from ..schema.crash_facts import COL_OS_NAME, COL_P_PRODUCT, COL_P_VERSION, COL_PRODUCT, COL_VERSION
+from ..schema.crash_facts import (
+    COL_BUILD,
+    COL_OS_NAME,
+    COL_P_PRODUCT,
+    COL_P_VERSION,
+    COL_PRODUCT,
+    COL_VERSION,
+    LISTING_COLUMNS,
+)
 from ..schema.stored import (
     parse_socorro_signature_key,
     parse_stored_time_index_key,
@@ -234,9 +242,13 @@ def _text(cells, column):
 
 
 def _listed(moment, crash_id, cells):
-    """One listed crash: its time and id, and what the page lists of it (None where unknown)."""
+    """One listed crash: its time and id, and what the page lists of it (None where unknown):
+    from the small ``flags`` cells, or the processed JSON of a row older than them."""
     processed = {}
-    if K.COL_PROCESSED_JSON in cells:
+    if COL_BUILD in cells:
+        processed = {name: cells[column].decode("utf-8", "replace") for name, column in LISTING_COLUMNS.items()
+                     if cells.get(column)}
+    elif K.COL_PROCESSED_JSON in cells:
         try:
             processed = json.loads(cells[K.COL_PROCESSED_JSON])
         except (ValueError, RecursionError):
@@ -295,7 +307,7 @@ def signature_page(backend, signature, limit=50, before=None, after=None, detail
     pointers = ((moment, crash_id) for row, _cells, (_name, moment, crash_id)
                 in readable_rows(rows, K.parse_signature_index_key, K.SIGNATURE_OOID)
                 if row.startswith(low) and row != at)  # the cursor's own row, the reverse scan's top
-    columns = list(_PAGE_COLUMNS) + ([K.COL_PROCESSED_JSON] if details else [])
+    columns = list(_PAGE_COLUMNS) + (list(LISTING_COLUMNS.values()) if details else [])
     accept = _current(stored)
     found = []
     while len(found) <= limit:
@@ -303,6 +315,11 @@ def signature_page(backend, signature, limit=50, before=None, after=None, detail
         if not batch:
             break
         cells_of = backend.get_rows(K.CRASH_REPORTS, [K.crash_row_key(c) for _m, c in batch], columns=columns)
+        if details:  # rows processed before the listing cells existed: their JSON, for them only
+            older = [row for row, cells in cells_of.items() if COL_BUILD not in cells and K.COL_SIGNATURE in cells]
+            for row, cells in (backend.get_rows(K.CRASH_REPORTS, older, columns=[K.COL_PROCESSED_JSON]).items()
+                               if older else ()):
+                cells_of[row].update(cells)
         for moment, crash_id in batch:
             cells = cells_of.get(K.crash_row_key(crash_id))
             if cells is not None and accept(cells):

@@ -12,8 +12,7 @@ from ..backends.base import RowMutation
 from ..schema import keys as K
 from ..schema import ranking_keys as RK
 
-#: rankings are complete for every day of a store created with them (crash ids start in 2000)
-FIRST_DAY = K.parse_timestamp("2000-01-01T00:00:00Z").date()
+FIRST_DAY = RK.FIRST_DAY
 
 
 def complete_since(backend):

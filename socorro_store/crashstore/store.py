@@ -11,7 +11,7 @@ from ..checks import is_int
 from ..errors import InvalidArgument
 from ..schema import keys as K
 from ..schema.table_admin import create_tables
-from . import counters, crashes, deletion, grouped_saves, inspect, listings, queue, rankings, reports, resubmissions
+from . import counters, crashes, deletion, grouped_saves, inspect, listings, queue, reports, resubmissions
 from .group_commit import MAX_GROUP_BYTES, MAX_GROUP_ITEMS, GroupCommit, GroupLanes
 from .queue import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_ATTEMPTS, DEFAULT_RESCAN_SECONDS, QUEUES, HeldClaims, QueuePass, take
 
@@ -123,13 +123,9 @@ class CrashStore:
         """Create the tables from the specs (like ``tables create``); returns the report.
 
         ``codec_map`` (``{"LZO": "GZ"}``) creates families with a codec the cluster lacks under
-        one it has (:func:`~socorro_store.schema.table_admin.create_tables`).  A new store's daily
-        rankings are complete from its first crash on (an existing one's from ``rollup --since``).
+        one it has (:func:`~socorro_store.schema.table_admin.create_tables`).
         """
-        report = create_tables(self.backend, codec_map=codec_map)
-        if K.CRASH_REPORTS in report.created:
-            rankings.mark_complete(self.backend)
-        return report
+        return create_tables(self.backend, codec_map=codec_map)
 
     # -- saving ------------------------------------------------------------------------------
     def save_raw_crash(self, raw_crash, dumps, crash_id):

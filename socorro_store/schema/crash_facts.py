@@ -76,6 +76,20 @@ def _text(value):
     return None
 
 
+# -- what a crash list shows of a processed crash: small cells, so a list skips its JSON --------
+
+COL_REASON = b"flags:reason"    # the processed crash's reason (empty: none)
+COL_ADDRESS = b"flags:address"  # its crash address
+COL_BUILD = b"flags:build"      # its build id
+LISTING_COLUMNS = {"reason": COL_REASON, "address": COL_ADDRESS, "build": COL_BUILD}
+
+
+def processed_listing_cells(processed_crash):
+    """The processed crash's ``reason``, ``address`` and ``build``, each cut to 64 characters:
+    every one written (empty where absent), so a row holding ``flags:build`` needs no JSON."""
+    return {column: _text(processed_crash.get(name)) or b"" for name, column in LISTING_COLUMNS.items()}
+
+
 def raw_dimension_cells(raw_crash):
     """``flags:product`` / ``flags:version`` of a raw crash (its ``ProductName``/``Version``)."""
     out = {}

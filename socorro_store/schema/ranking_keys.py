@@ -19,6 +19,8 @@ from ..errors import InvalidArgument
 from .dimension_keys import SEPARATOR, dimension_key, parse_dimension_key
 
 RANK_PREFIX = b"~rank/"
+#: the ``~rank/since`` of a new store: crash ids start in 2000
+FIRST_DAY = date(2000, 1, 1)
 SINCE_ROW = RANK_PREFIX + b"since"
 COL_SINCE = b"seen:day"
 #: the dimension kinds a ranking is kept for (besides all crashes)

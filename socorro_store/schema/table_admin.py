@@ -29,6 +29,8 @@ import uuid
 from dataclasses import dataclass, field
 
 from ..errors import BackendError, InvalidArgument, TableNotFound
+from . import ranking_keys as RK
+from .keys import CRASH_REPORTS, SIGNATURES_SEEN
 from .spec_loader import COMPRESSIONS, apply_codec_map, check_codec_map, compare, hbase_shell_ddl, load_specs
 from .specs import SALTS, FamilySpec, TableSpec
 
@@ -177,7 +179,8 @@ def create_tables(backend, specs=None, only=None, codec_map=None):
     validated, and every codec the new tables need is checked on the backend
     (:func:`check_codecs`), before the first table is created: a refused codec raises
     :class:`CodecUnavailable` and nothing is created.  ``codec_map`` (``{"LZO": "GZ"}``) creates
-    families with the codec the cluster has in place of the spec's.
+    families with the codec the cluster has in place of the spec's.  A new store (``crash_reports``
+    created here) gets its one data row: ``~rank/since``, its daily rankings complete from the start.
     """
     codec_map = check_codec_map(codec_map)
     specs = _select(specs, only)
@@ -217,6 +220,10 @@ def create_tables(backend, specs=None, only=None, codec_map=None):
             "reason": "Thrift1's createTable takes no split keys: each table starts as one region",
             "ddl": [hbase_shell_ddl(spec, _shell_prefix(backend), codec_map) for spec in salted],
         }
+    if CRASH_REPORTS in report.created and SIGNATURES_SEEN in specs:
+        # a new store: its daily rankings are complete from its first crash (an existing store's
+        # only once rollup recomputed them; see ranking_keys)
+        backend.check_and_put(SIGNATURES_SEEN, RK.SINCE_ROW, RK.COL_SINCE, None, RK.since_cells(RK.FIRST_DAY))
     return report
 
 

@@ -313,13 +313,16 @@ def get_metrics(backend, row, product=None, version=None):
     return out
 
 
-def get_signature_counters(backend, signature, product=None, version=None, os=None):
+def get_signature_counters(backend, signature, product=None, version=None, os=None, read=None):
     """``{column name: int}`` of a signature's plain counters, or with a filter (product,
-    version, os) those of that dimension, named without their key (``daily_2016-09-18``)."""
+    version, os) those of that dimension, named without their key (``daily_2016-09-18``).
+    ``read``: the row's :func:`read_counters`, when the caller already read it."""
     key = DK.filter_key(product, version, os)
     suffix = None if key is None else key.decode("ascii")
     out = {}
-    for name, n in read_counters(backend, SIGNATURES, signature_row(signature)).items():
+    if read is None:
+        read = read_counters(backend, SIGNATURES, signature_row(signature))
+    for name, n in read.items():
         base, sep, rest = name.partition("|")
         if (suffix is None and not sep) or (suffix is not None and sep and rest == suffix):
             out[base] = n

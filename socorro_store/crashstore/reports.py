@@ -152,7 +152,7 @@ def _first_seen(by_level):
     return found
 
 
-def signature_report(backend, signature, now=None, product=None, version=None, os=None):
+def signature_report(backend, signature, now=None, product=None, version=None, os=None, read=None):
     """Everything the counters say of one signature.
 
     ``{"signature", "counters": {level: {interval row: n}}, "first_seen": {"level", "start"} or
@@ -160,7 +160,7 @@ def signature_report(backend, signature, now=None, product=None, version=None, o
     days)}``.  One row read.  ``product``/``version``/``os``: the counts of that filter only.
     """
     now = datetime.now(timezone.utc) if now is None else K.parse_timestamp(now, "now")
-    cells = counters.get_signature_counters(backend, signature, product, version, os)
+    cells = counters.get_signature_counters(backend, signature, product, version, os, read=read)
     by_level = {}
     for name, n in cells.items():
         try:
@@ -201,18 +201,21 @@ def crashes_per_hour(backend, now=None, hours=CHART_HOURS):
             for row, value in ((row, cells.get(row, {}).get(column, b"")) for row in rows)]
 
 
-def signature_breakdown(backend, signature, start, end):
+def signature_breakdown(backend, signature, start, end, read=None):
     """The crashes of ``signature`` in ``[start, end)`` (whole days) by product, by product and
     version, and by OS: ``{"product": [[name, n]], "version": [[product, version, n]], "os":
     [[name, n]]}``, most first.  One read of the signature's row (its daily dimensioned columns).
-    A value over the cardinality cap is counted under ``##other##``."""
+    A value over the cardinality cap is counted under ``##other##``.  ``read``: the row's
+    :func:`~.counters.read_counters`, when the caller already read it."""
     start, end = K.parse_timestamp(start, "start"), K.parse_timestamp(end, "end")
     level, days = _intervals(start, end)
     if level != "day":
         raise InvalidArgument("a breakdown covers whole days (midnight to midnight)")
     wanted = {K.metrics_row(day, "day").decode("ascii") for day in days}
     totals = {"p": {}, "pv": {}, "os": {}}
-    for name, n in counters.read_counters(backend, K.SIGNATURES, K.signature_row(signature)).items():
+    if read is None:
+        read = counters.read_counters(backend, K.SIGNATURES, K.signature_row(signature))
+    for name, n in read.items():
         base, sep, key = name.partition("|")
         if not sep or not base.startswith("daily_") or base[len("daily_"):] not in wanted:
             continue
@@ -229,6 +232,14 @@ def signature_breakdown(backend, signature, start, end):
                 if n > 0]
 
     return {"product": ranked("p"), "version": ranked("pv"), "os": ranked("os")}
+
+
+def signature_overview(backend, signature, now, start, end, product=None, version=None, os=None):
+    """``(signature_report, signature_breakdown)`` of one signature from one read of its row
+    (a signature page shows both; the row of a busy signature holds thousands of cells)."""
+    read = counters.read_counters(backend, K.SIGNATURES, K.signature_row(signature))
+    return (signature_report(backend, signature, now, product, version, os, read=read),
+            signature_breakdown(backend, signature, start, end, read=read))
 
 
 def _split_kind(product, version, os):

@@ -324,6 +324,11 @@ class CrashStore:
         self.live_counters.settle()  # this store's counters first: it reads its own writes
         return reports.signature_breakdown(self.backend, signature, start, end)
 
+    def signature_overview(self, signature, now, start, end, product=None, version=None, os=None):
+        """``(signature_report, signature_breakdown)`` from one read of the signature's row."""
+        self.live_counters.settle()  # this store's counters first: it reads its own writes
+        return reports.signature_overview(self.backend, signature, now, start, end, product, version, os)
+
     def crashes_per_hour(self, now=None, hours=reports.CHART_HOURS):
         """``[[hour, crashes submitted]]`` of the last ``hours`` hours, from the metrics rows."""
         self.live_counters.settle()  # this store's counters first: it reads its own writes

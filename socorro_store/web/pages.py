@@ -134,9 +134,9 @@ def signature(store, args, now, hidden=()):
         raise InvalidArgument("signature is required: /signature/?signature=NAME")
     before, after = _cursor(args, "before"), _cursor(args, "after")
     filters = _filters(args)
-    report = store.signature_report(name, now=now, **filters)
     today = _today(now)
-    breakdown = store.signature_breakdown(name, today - timedelta(days=29), today + timedelta(days=1))
+    report, breakdown = store.signature_overview(name, now, today - timedelta(days=29), today + timedelta(days=1),
+                                                 **filters)
     page = listings.signature_page(store.backend, name, CRASHES_PER_PAGE, before=before, after=after)
     crashes = [{**c, **{name: None for name in hidden}, "submitted": c["submitted"].isoformat()}
                for c in page["crashes"]]

@@ -35,9 +35,6 @@ def test_fault_mid_ingest_loses_nothing_processes_nothing_twice_counters_exact(h
     assert result["stored"] >= result["acknowledged"], result
 
 
-@pytest.mark.xfail(strict=True, reason="Thrift1 scanners live in the Thrift server that opened them, and the "
-                   "multi-server pool sends each call to the next server in turn: a scanner's scannerGetList "
-                   "reaches another server (socorro_store/backends/hbase.py _scan does not pin it)")
 def test_thrift1_scan_over_every_thrift_server_reads_each_row_once(hbase_cluster):
     """Pages of a Thrift1 scan through the URL naming 3 Thrift servers: every row, once, in order."""
     import uuid

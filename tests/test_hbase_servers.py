@@ -273,3 +273,28 @@ def test_ping_and_describe_say_which_servers_answer(two_gateways):
         assert [s["ok"] for s in described["servers"]] == [False, True]
         assert described["regions"] == [{"start": "", "end": "", "server": f"127.0.0.1:{g1.port}"}]
         assert described["region_servers"] == {f"127.0.0.1:{g1.port}": 1}
+
+
+def test_a_scan_pages_through_the_server_that_opened_its_scanner(tmp_path):
+    """Two Thrift servers of one store (two ``serve`` processes on one directory, as two Thrift
+    servers of one HBase): a Thrift1 scanner lives in the server that opened it, so every page
+    of a scan is fetched there, and each row is read once, in order."""
+    g0 = _gateway(tmp_path / "one")
+    try:
+        g1 = _gateway(tmp_path / "one")
+    except Exception:
+        g0.stop()
+        raise
+    try:
+        with open_backend(g0.url()) as direct:
+            direct.create_table(TABLE)
+            rows = [b"r%03d" % i for i in range(40)]
+            direct.mutate_rows("t", [RowMutation(r, {b"cf:a": r}) for r in rows])
+        with HBaseBackend(servers=_servers(g0.port, g1.port), pool_size=2) as backend:
+            for _ in range(3):
+                assert [row for row, _cells in backend.scan("t", page_size=5)] == rows
+                assert [row for row, _cells in backend.scan("t", page_size=7, limit=9)] == rows[:9]
+            assert all(s["calls"] > 0 for s in backend.servers.status())
+    finally:
+        g0.stop()
+        g1.stop()

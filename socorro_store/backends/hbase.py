@@ -157,7 +157,7 @@ class HBaseBackend(Backend):
             self._pool.reopen_idle_s = self.reopen_idle_s  # a connection idle that long is reopened
             return self._pool
 
-    def _call(self, kind, fn, table=None, idempotent=True):
+    def _call(self, kind, fn, table=None, idempotent=True, server=None, used=None):
         """Run ``fn(client)`` on a pooled connection, retrying as the module docstring says.
 
         Servers close idle connections (HBase's Thrift server after
@@ -175,7 +175,7 @@ class HBaseBackend(Backend):
                     self._call_s += 0.05 * (time.monotonic() - began - self._call_s)
 
         return self._get_pool().run(kind, timed, idempotent=idempotent, answered=_ANSWERED,
-                                    translate=lambda exc: translate_error(exc, table))
+                                    translate=lambda exc: translate_error(exc, table), server=server, used=used)
 
     def probe_servers(self):
         """Ask each Thrift server once, on a fresh connection, within ``timeout_ms``:
@@ -357,13 +357,15 @@ class HBaseBackend(Backend):
         returned, resume_after, failures = 0, None, 0
         while True:
             scan = _thrift_scan(key_range, reverse, resume_after, columns, timestamp, page_size)
-            scanner = self._call("scan_open", lambda c: c.scannerOpenWithScan(name, scan, {}), table)
+            # a scanner lives in the Thrift server that opened it: its fetches and close go there
+            opened_on = []
+            scanner = self._call("scan_open", lambda c: c.scannerOpenWithScan(name, scan, {}), table, used=opened_on)
             exhausted = False
             try:
                 while True:
                     want = page_size if limit is None else min(page_size, limit - returned)
                     results = self._call("scan", lambda c: c.scannerGetList(scanner, want), table,
-                                         idempotent=False)
+                                         idempotent=False, server=opened_on[0])
                     failures = 0
                     exhausted = len(results) < want  # HBase returns a short page only at the end
                     if not results:
@@ -391,7 +393,7 @@ class HBaseBackend(Backend):
             finally:
                 if not exhausted:  # an exhausted scanner holds nothing (see above)
                     try:
-                        self._call("scan_close", lambda c: c.scannerClose(scanner), table)
+                        self._call("scan_close", lambda c: c.scannerClose(scanner), table, server=opened_on[0])
                     except Exception:  # noqa: BLE001 - closing a dead scanner must not mask the result
                         pass
 

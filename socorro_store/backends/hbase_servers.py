@@ -215,16 +215,17 @@ class ServerPool:
                 return self._idle.queue.pop(i)
         return None
 
-    def _borrow(self, exclude=()):
-        """A connection to the best server for this call (see the module docstring); blocks
-        while ``size`` are in use.  Raises :class:`_NoSlot` or :class:`_ConnectFailed`."""
+    def _borrow(self, exclude=(), only=None):
+        """A connection to the best server for this call (see the module docstring), or to
+        ``only``; blocks while ``size`` are in use.  Raises :class:`_NoSlot` or
+        :class:`_ConnectFailed`."""
         if not self._slots.acquire(timeout=max(1.0, self.timeout_ms / 1000)):
             raise _NoSlot(f"no free connection to {self.where} within {self.timeout_ms} ms "
                           f"(pool_size={self.size})")
         try:
             stale = []
             with self._lock:
-                order = self.servers.order(exclude)
+                order = [only] if only is not None else self.servers.order(exclude)
                 target, conn = order[0], self._take_idle(order[0])
                 if conn is None and self._open_count >= self.size:
                     for other in order[1:]:  # the pool is full: an idle connection to another server
@@ -234,7 +235,7 @@ class ServerPool:
                         if conn is not None:
                             target = other
                             break
-                    if conn is None:  # only connections to servers left out are idle: replace one
+                    if conn is None:  # no idle connection that serves: replace one
                         stale.append(self._idle.queue.pop(0))
                         self._open_count -= 1
                 if conn is None:
@@ -285,15 +286,19 @@ class ServerPool:
             conn.close()
 
     # -- calls ---------------------------------------------------------------------------------
-    def run(self, kind, fn, idempotent=True, answered=(), translate=None):
+    def run(self, kind, fn, idempotent=True, answered=(), translate=None, server=None, used=None):
         """``fn(client)`` on a pooled connection, counted as one ``kind`` call, retried and failed
         over as the module docstring says.  An exception in ``answered`` means the server
-        answered with an error: the connection stays usable and ``translate(exc)`` is raised."""
+        answered with an error: the connection stays usable and ``translate(exc)`` is raised.
+
+        ``server``: run on that server only, never failed over (a Thrift1 scanner lives in the
+        Thrift server that opened it: its fetches must go there); ``used``: a list the server
+        that answered is appended to (where a scanner was opened)."""
         delay, last, tried, attempt = self.backoff_s, None, [], 0
         while True:
             conn = None
             try:
-                conn = self._borrow(tried)
+                conn = self._borrow(tried, only=server)
             except _NoSlot as exc:
                 last = exc
             except _ConnectFailed as exc:  # nothing was sent
@@ -301,35 +306,37 @@ class ServerPool:
                 self._server_failed(exc.server, exc.cause)
                 first_try = exc.server not in tried
                 tried.append(exc.server)
-                if first_try and len(set(tried)) < len(self.servers):
+                if server is None and first_try and len(set(tried)) < len(self.servers):
                     continue  # another server is untried: at once, and no attempt spent
             else:
-                server, healthy = conn.server, False
-                if server not in tried:
-                    tried.append(server)
+                on, healthy = conn.server, False
+                if on not in tried:
+                    tried.append(on)
                 try:
                     self._count(kind)
                     result = fn(conn.client)
                     healthy = True
-                    self.servers.succeeded(server)
+                    self.servers.succeeded(on)
+                    if used is not None:
+                        used.append(on)
                     return result
                 except answered as exc:
                     healthy = True  # the server answered; the connection is fine
-                    self.servers.succeeded(server)
+                    self.servers.succeeded(on)
                     raise (translate(exc) if translate else exc) from None
                 except TRANSIENT as exc:
                     last = exc
-                    self._server_failed(server, exc)
+                    self._server_failed(on, exc)
                     if not idempotent:
                         raise BackendUnavailable(
-                            f"{kind} on the {self.label} at {server.name} failed after the request was "
+                            f"{kind} on the {self.label} at {on.name} failed after the request was "
                             f"sent ({_reason(exc)}); not retried because it is not idempotent") from None
                 finally:
                     self._give_back(conn, healthy)
             if attempt >= self.retries:
                 break
             attempt += 1
-            if len(set(tried)) >= len(self.servers):  # no untried server left: back off first
+            if server is not None or len(set(tried)) >= len(self.servers):  # no untried server: back off first
                 time.sleep(delay)
                 delay *= 2
         plural = "s" if attempt else ""

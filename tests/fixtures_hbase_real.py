@@ -70,10 +70,7 @@ def hbase_real(request, tmp_path_factory):
     if hbase is None:
         pytest.skip(f"no real HBase: {missing}")
     try:
-        # On a cluster, Thrift1 goes through one of its Thrift servers: a Thrift1 scanner lives in
-        # the server that opened it, and the multi-server pool does not yet keep a scan's calls on
-        # it (tests/test_hbase_cluster_faults.py); Thrift2 (stateless scans) goes through all.
-        yield (hbase.thrift_urls()[0] if region_servers else hbase.url), hbase
+        yield hbase.url, hbase  # on a cluster: the URL naming every Thrift1 server
     finally:
         hbase.stop()
 

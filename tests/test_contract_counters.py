@@ -268,10 +268,13 @@ def test_longest_row_key_is_accepted(backend, backend_kind, t):
         # HBase's client finds a row's region in hbase:meta under "TABLE,ROW,99999999999999", a key
         # that must itself fit 32767 bytes: on a cold region cache a row within 16 + len(TABLE)
         # bytes of the limit is refused.  Once the location is cached, the longest is accepted.
+        # Each Thrift server has its own cache: on a cluster, every one of them is warmed (the
+        # calls go to the servers in turn).
         near_limit = b"k" * (MAX_ROW_KEY - len(backend._name(t)) - 15)
         with pytest.raises(InvalidArgument):
             put(backend, t, near_limit, {b"cf:q": b"v"})
-        put(backend, t, near_limit[:-1], {b"cf:q": b"v"})
+        for _server in range(len(backend.servers)):
+            put(backend, t, near_limit[:-1], {b"cf:q": b"v"})
         backend.mutate_rows(t, [RowMutation(near_limit[:-1], delete_row=True)])
     put(backend, t, longest, {b"cf:q": b"v"})
     assert backend.get_row(t, longest) == {b"cf:q": b"v"}

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from ..errors import BackendError, InvalidArgument, TableNotFound
 from . import ranking_keys as RK
-from .keys import CRASH_REPORTS, SIGNATURES_SEEN
+from .keys import SIGNATURES, SIGNATURES_SEEN
 from .spec_loader import COMPRESSIONS, apply_codec_map, check_codec_map, compare, hbase_shell_ddl, load_specs
 from .specs import SALTS, FamilySpec, TableSpec
 
@@ -179,8 +179,8 @@ def create_tables(backend, specs=None, only=None, codec_map=None):
     validated, and every codec the new tables need is checked on the backend
     (:func:`check_codecs`), before the first table is created: a refused codec raises
     :class:`CodecUnavailable` and nothing is created.  ``codec_map`` (``{"LZO": "GZ"}``) creates
-    families with the codec the cluster has in place of the spec's.  A new store (``crash_reports``
-    created here) gets its one data row: ``~rank/since``, its daily rankings complete from the start.
+    families with the codec the cluster has in place of the spec's.  A store with no signature
+    counted yet gets its one data row: ``~rank/since``, its daily rankings complete from the start.
     """
     codec_map = check_codec_map(codec_map)
     specs = _select(specs, only)
@@ -220,9 +220,9 @@ def create_tables(backend, specs=None, only=None, codec_map=None):
             "reason": "Thrift1's createTable takes no split keys: each table starts as one region",
             "ddl": [hbase_shell_ddl(spec, _shell_prefix(backend), codec_map) for spec in salted],
         }
-    if CRASH_REPORTS in report.created and SIGNATURES_SEEN in specs:
-        # a new store: its daily rankings are complete from its first crash (an existing store's
-        # only once rollup recomputed them; see ranking_keys)
+    if SIGNATURES_SEEN in specs and SIGNATURES in specs and not any(True for _ in backend.scan(SIGNATURES, limit=1)):
+        # no signature counted yet (a new store): its daily rankings are complete from its first
+        # crash on (a store with counts from an older version: once rollup recomputed them)
         backend.check_and_put(SIGNATURES_SEEN, RK.SINCE_ROW, RK.COL_SINCE, None, RK.since_cells(RK.FIRST_DAY))
     return report
 

@@ -1,7 +1,7 @@
 """The roll-up's side of the daily rankings (:mod:`socorro_store.schema.ranking_keys`).
 
 For a closed day it recounted, :func:`fix_day_rankings` makes the day's ranking rows exact from
-the run's :class:`~.spilled_counts.SpilledCounts`: each signature's count on the day, for all
+the run's :class:`~socorro_store.engine.spilled_counts.SpilledCounts`: each signature's count on the day, for all
 crashes and per product (keys mapped by the day's admission, as the signature counters are).
 A ranking row that should not exist (a product no longer admitted) is emptied.  What it holds:
 one ranking row's exact counts and live cells at a time.

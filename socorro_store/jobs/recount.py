@@ -18,7 +18,7 @@
 
 Held state does not depend on the number of crashes or signatures: one page of rows and a
 counter per minute of the day (per counter name).  The per-signature counts (per hour and
-dimension key) go, a page at a time, to a :class:`~.spilled_counts.SpilledCounts` on disk.
+dimension key) go, a page at a time, to a :class:`~socorro_store.engine.spilled_counts.SpilledCounts` on disk.
 """
 
 import collections
@@ -35,7 +35,7 @@ from ..schema.stored import (
     stored_processed,
     stored_time,
 )
-from .spilled_counts import SpilledCounts
+from ..engine.spilled_counts import SpilledCounts
 
 PAGE = 500
 CRASH_COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_HANG, K.COL_SIGNATURE]

@@ -40,7 +40,7 @@ def reserve(cap):
 
 def day_volumes(spilled):
     """The volumes of a recounted day to store: :data:`DAY_LIMITS` values per field, the
-    versions of the products kept only (from a :class:`~.spilled_counts.SpilledCounts`)."""
+    versions of the products kept only (from a :class:`~socorro_store.engine.spilled_counts.SpilledCounts`)."""
     volumes = spilled.top_volumes(DAY_LIMITS)
     products = {value for (field, _p, value) in volumes if field == "product"}
     return {k: n for k, n in volumes.items() if k[0] != "version" or k[1] in products}

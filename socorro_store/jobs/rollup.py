@@ -67,7 +67,7 @@ from ..schema import dimension_keys as DK
 from ..schema import keys as K
 from ..crashstore import rankings
 from . import data_days, ranking, recount, registry, runs
-from .spilled_counts import SpilledCounts
+from ..engine.spilled_counts import SpilledCounts
 
 JOB = "rollup"
 DEFAULT_GRACE_S = 3600
@@ -241,7 +241,7 @@ def rollup_day(backend, day, cutoff, corrector, stamp, signature_counts, admissi
                page_size=recount.PAGE):
     """Make the minute, hour and day counters of ``day`` exact up to ``cutoff``.
 
-    ``signature_counts``: the run's :class:`~.spilled_counts.SpilledCounts`, whose live rows
+    ``signature_counts``: the run's :class:`~socorro_store.engine.spilled_counts.SpilledCounts`, whose live rows
     of ``day`` were recorded by :func:`record_live_signature_rows`; its counts are replaced by
     the day's.  ``admissions``: the run's :class:`~.registry.Admissions`, which records the day's
     volumes and decides which dimension values count under their own name.  Memory: a chunk of

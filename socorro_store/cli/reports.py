@@ -4,7 +4,7 @@ import re
 
 import click
 
-from ..crashstore.reports import DEFAULT_TOP
+from ..crashstore.reports import DEFAULT_TOP, top_signatures
 from ..errors import InvalidArgument, NotFound
 from ..schema.keys import parse_metrics_row
 from ..schema.timeparse import date_problem
@@ -61,19 +61,25 @@ _TOP_COLUMNS = ["rank", "signature", "count", "share", "previous_rank", "previou
 @signatures_group.command("top")
 @range_options
 @_dimension_options
+@click.option("--process-type", default=None, metavar="T",
+              help="Only crashes of this process type (parent, content, gpu, ...): whole days, no other filter.")
 @click.option("--limit", type=click.IntRange(1), default=DEFAULT_TOP, show_default=True)
 @list_format_options
 @click.pass_context
-def top(ctx, day, start, end, product, version, os_name, limit, fmt):
+def top(ctx, day, start, end, product, version, os_name, process_type, limit, fmt):
     """Top crashers of the period, with their rank in the period before (from the counters);
-    of one product, version (with --product) or OS when asked.  --json prints the whole report;
+    of one product, version (with --product), OS or process type when asked.  --json prints the whole report;
     --nl, --csv and --table its rows (rank, signature, count, share, previous rank and count,
     movement)."""
     if version is not None and product is None:
         raise click.UsageError("--version needs --product (versions are per product)")
     start, end = time_range(day, start, end)
     with open_existing_store(ctx) as store:
-        report = store.top_signatures(start, end, limit, product=product, version=version, os=os_name)
+        if process_type is None:
+            report = store.top_signatures(start, end, limit, product=product, version=version, os=os_name)
+        else:  # ranked per process type only (no counter column): the rankings, read directly
+            store.live_counters.settle()
+            report = top_signatures(store.backend, start, end, limit, product, version, os_name, process_type)
     if fmt == "json":
         echo_json(report)
         return

@@ -90,7 +90,7 @@ from ..schema.keys import (
 )
 from ..schema import dimension_keys as DK
 from ..schema import ranking_keys as RK
-from ..schema.crash_facts import stored_dimensions
+from ..schema.crash_facts import stored_dimensions, stored_process_type
 from ..schema.stored import validate_metrics_row_name
 from .counter_sender import CounterSender
 from .dimensions import DIMENSION_CAPS, Dimensions  # noqa: F401 - the cap, re-exported for counter users
@@ -142,8 +142,13 @@ def queue_increments(**deltas):
 
 
 def crash_dimensions(cells, processed=True):
-    """``{"product", "version", "os"}`` of a crash's flags cells, normalized (not yet capped)."""
-    return {k: DK.normalize(v) for k, v in stored_dimensions(cells, processed).items()}
+    """``{"product", "version", "os"}`` of a crash's flags cells, normalized (not yet capped);
+    processed, also its ``process_type`` (``flags:process_type``, ranked only: capped as it is
+    normalized, ``default`` or none is ``parent``)."""
+    out = {k: DK.normalize(v) for k, v in stored_dimensions(cells, processed).items()}
+    if processed:
+        out["process_type"] = DK.normalize_process_type(stored_process_type(cells))
+    return out
 
 
 def submit_increments(submitted, legacy_processing, process_type, cells=None):

@@ -17,6 +17,7 @@ from ..checks import is_int
 from ..errors import InvalidArgument
 from ..schema import dimension_keys as DK
 from ..schema import keys as K
+from ..schema import ranking_keys as RK
 from . import counters, rankings
 
 DEFAULT_TOP = 20
@@ -69,7 +70,23 @@ def _filter(backend, product, version, os):
     return key, {"filter": described, "counted_as": counted}
 
 
-def top_signatures(backend, start, end, limit=DEFAULT_TOP, product=None, version=None, os=None):
+def _process_type_filter(process_type, level, product, version, os):
+    """The ranking key of a process-type filter (None without one).  A process type is ranked
+    per day alone (``~rank/<day>|pt=…``), with no counter column: it combines with no other
+    filter, and covers whole days only."""
+    if process_type is None:
+        return None
+    if not isinstance(process_type, str) or not process_type.strip():
+        raise InvalidArgument(f"process_type must be a non-empty string: {process_type!r}")
+    if product is not None or version is not None or os is not None:
+        raise InvalidArgument("a process type filter combines with no product, version or OS filter")
+    if level != "day":
+        raise InvalidArgument("a process type filter covers whole days (midnight to midnight)")
+    return DK.process_type_key(process_type)
+
+
+def top_signatures(backend, start, end, limit=DEFAULT_TOP, product=None, version=None, os=None,
+                   process_type=None):
     """The top-crashers report of ``[start, end)`` (whole hours, or whole days).
 
     Returns ``{"start", "end", "previous_start", "total", "submitted", "signatures": [...]}`` where
@@ -86,16 +103,27 @@ def top_signatures(backend, start, end, limit=DEFAULT_TOP, product=None, version
     version, OS (any combination); ``total`` is then the filter's total, ``submitted`` the
     filter's submitted crashes (None with an OS filter: the raw crash has no OS), and
     ``dimension`` says the filter and what it is counted as.
+
+    ``process_type`` (``content``, ``gpu``, ``parent`` = the browser, ``default``, ...): only
+    that process type's crashes, read from its daily rankings (whole days, no other filter;
+    ``submitted`` is then None).  A name outside :data:`~..schema.dimension_keys.PROCESS_TYPES`
+    is counted as ``##other##``; days before the rankings are complete are
+    :class:`InvalidArgument` (no counter column to scan).
     """
     start, end = K.parse_timestamp(start, "start"), K.parse_timestamp(end, "end")
     if limit is not None and (not is_int(limit) or limit < 1):
         raise InvalidArgument(f"limit must be a positive int: {limit!r}")
-    key, dimension = _filter(backend, product, version, os)
     level, moments = _intervals(start, end)
+    pt_key = _process_type_filter(process_type, level, product, version, os)
+    key, dimension = _filter(backend, product, version, os) if pt_key is None else (pt_key, {
+        "filter": {"process_type": process_type},
+        "counted_as": {"process_type": DK.normalize_process_type(process_type)}})
     previous_start = start - (end - start)
     _, previous = _intervals(previous_start, start)
     ranked = rankings.read_rankings(backend, [[m.date() for m in moments], [m.date() for m in previous]], key) \
         if level == "day" else None
+    if ranked is None and pt_key is not None:
+        raise InvalidArgument("process types are ranked only from the first day the rankings are complete")
     now_counts, then_counts = ranked if ranked is not None else _scan_counts(backend, level, moments, previous, key)
     total = sum(n for n in now_counts.values() if n > 0)
     ranks, previous_ranks = _ranked(now_counts), _ranked(then_counts)
@@ -104,7 +132,7 @@ def top_signatures(backend, start, end, limit=DEFAULT_TOP, product=None, version
     metrics = backend.get_rows(K.METRICS, metric_rows, columns=[submitted_column])
     submitted = sum(K.decode_counter(cells[submitted_column])
                     for cells in metrics.values() if len(cells.get(submitted_column, b"")) == 8)
-    if os is not None:
+    if os is not None or pt_key is not None:
         submitted = None  # submitted crashes are counted per product and version only
     signatures = []
     for row, (rank, n) in sorted(ranks.items(), key=lambda item: item[1][0])[:limit]:
@@ -279,6 +307,35 @@ def os_splits(backend, signatures, start, end, product=None, version=None):
         for column, value in cells.items():
             if column in columns and len(value) == 8:
                 split[columns[column]] = split.get(columns[column], 0) + K.decode_counter(value)
+    return {s: {name: n for name, n in sorted(split.items(), key=lambda item: (-item[1], item[0])) if n > 0}
+            for s, split in out.items()}
+
+
+def process_type_splits(backend, signatures, start, end):
+    """``{signature: {process type: n}}``: the crashes of each of ``signatures`` in ``[start,
+    end)`` (whole days) by process type (``parent`` = the browser; ``##other##`` for a name
+    outside :data:`~..schema.dimension_keys.PROCESS_TYPES`), from the days' process-type
+    rankings.  One multi-row get whatever the number of signatures: the rows ``~rank/<day>|pt=…``
+    of every day and process type, column-filtered to the signatures' columns (so at most
+    days x process types x signatures cells).  Names with no crash are left out; a period before
+    the rankings are complete gives what the rankings hold."""
+    start, end = K.parse_timestamp(start, "start"), K.parse_timestamp(end, "end")
+    level, days = _intervals(start, end)
+    if level != "day":
+        raise InvalidArgument("process types are ranked per day: give whole days (midnight to midnight)")
+    signatures = list(signatures)
+    if not signatures:
+        return {}
+    names = sorted(DK.PROCESS_TYPES | {DK.OTHER})
+    rows = {RK.rank_row(day.date(), DK.process_type_key(name)): name for day in days for name in names}
+    columns = {RK.rank_column(K.signature_row(s)): s for s in signatures}
+    out = {s: {} for s in signatures}
+    for row, cells in backend.get_rows(K.SIGNATURES_SEEN, list(rows), columns=sorted(columns)).items():
+        name = rows[row]
+        for column, value in cells.items():
+            if column in columns and len(value) == 8:
+                split = out[columns[column]]
+                split[name] = split.get(name, 0) + K.decode_counter(value)
     return {s: {name: n for name, n in sorted(split.items(), key=lambda item: (-item[1], item[0])) if n > 0}
             for s, split in out.items()}
 

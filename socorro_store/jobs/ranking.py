@@ -23,7 +23,8 @@ def _exact_rankings(spilled, day, admission):
     """``{ranking row: {column: n}}`` of ``day`` from the recount."""
     out = collections.defaultdict(collections.Counter)
     for key, sig_row, n in spilled.totals_by_key(_KEY_PREFIXES):
-        row = RK.rank_row(day, admission.map_key(key) if key else None)
+        # a process type is capped by a fixed list as it is counted (no registry to map it by)
+        row = RK.rank_row(day, None if not key else key if DK.is_ranking_only(key) else admission.map_key(key))
         out[row][RK.rank_column(sig_row)] += n
     return out
 

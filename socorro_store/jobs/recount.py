@@ -189,7 +189,10 @@ def _count_crash(tally, crash_id, submitted, cells):
         sig_row = K.signature_row(signature)
         interval = rows[tally.signature_level]
         tally.page_signatures[(sig_row, interval, b"")] += 1
-        for key in DK.keys_of(processed_dims, DK.SIGNATURE_DIMENSIONS):
+        # a day's recount (hours) also counts the ranking-only kinds (process type): the day's
+        # rankings are made exact from them, and the roll-up writes no counter column of them
+        kinds = DK.SIGNATURE_DIMENSIONS + (DK.RANKING_ONLY if tally.signature_level == "hour" else ())
+        for key in DK.keys_of(processed_dims, kinds):
             tally.page_signatures[(sig_row, interval, key)] += 1
 
 

@@ -320,6 +320,8 @@ def _fix_day_signatures(backend, corrector, signature_counts, day_iso, columns, 
         for sig_row, per_key in signature_counts.counts_of(chunk).items():
             exact = exact_sigs[sig_row]
             for (hour_row, key), n in per_key.items():
+                if DK.is_ranking_only(key):
+                    continue  # counted for the rankings only (process type): no counter column
                 key = admission.map_key(key) if key else None
                 column = K.signature_counter_column("hour", hour_row)
                 for cell in ([DK.with_key(column, key)] if column in columns else []) + \

@@ -15,6 +15,13 @@ product+version+OS) is one exact column per interval, so a top-crashers report f
 is one column-filtered scan of ``crash_report_signatures``.  Values are percent-quoted (``:``,
 ``|``, ``%`` and anything outside ``[A-Za-z0-9._+#-]`` escaped), so a key splits unambiguously.
 
+Process type (kind ``pt``, ``pt=content``) is a kind of the daily rankings only
+(:mod:`socorro_store.schema.ranking_keys`), never a counter column suffix: a counter cell more per
+crash costs write throughput, and only top crashers filters or splits by it.  Its values are the
+raw crash's ``ProcessType`` with ``default`` (or none) as :data:`PARENT`, capped by a fixed list
+(:data:`PROCESS_TYPES`: Gecko's process types; any other is :data:`OTHER`), so the live counters
+and the roll-up cap it alike without a registry.
+
 Values: a missing or empty field is :data:`UNKNOWN`; a value is stripped and cut to
 :data:`MAX_VALUE_CHARS` characters; a value over the cardinality cap is :data:`OTHER`
 (:mod:`socorro_store.crashstore.counters`, ``Dimensions``).
@@ -33,7 +40,16 @@ SEPARATOR = b"|"
 SIGNATURE_DIMENSIONS = ("p", "pv", "os", "po", "pvo")
 METRICS_DIMENSIONS = ("p", "pv")
 _FIELDS = {"p": ("product",), "pv": ("product", "version"), "os": ("os",), "po": ("product", "os"),
-           "pvo": ("product", "version", "os")}
+           "pvo": ("product", "version", "os"), "pt": ("process_type",)}
+#: the kinds kept only in the rankings, never as counter columns
+RANKING_ONLY = ("pt",)
+#: the browser (parent) process: a crash whose ProcessType is ``default`` or absent
+PARENT = "parent"
+#: the process types counted under their own name (Gecko's ``GeckoProcessType`` names); any
+#: other value is :data:`OTHER`, so a client sending junk names cannot grow the rankings
+PROCESS_TYPES = frozenset({PARENT, "content", "gpu", "plugin", "gmplugin", "rdd", "socket", "utility", "vr",
+                           "remotesandboxbroker", "forkserver", "sandboxbroker", "ipdlunittest", "extension",
+                           "inference"})
 #: rows of ``crash_report_signatures_seen`` holding the admitted values (``seen:<quoted value>``)
 REGISTRY_PREFIX = b"~dimensions/"
 
@@ -49,15 +65,34 @@ def normalize(value):
     return value or UNKNOWN
 
 
+def normalize_process_type(value):
+    """The ranked form of a ProcessType: ``default``/absent/empty is :data:`PARENT`, a name of
+    :data:`PROCESS_TYPES` (case-insensitive) itself, anything else :data:`OTHER`."""
+    if not isinstance(value, str) or not value.strip() or value.strip().lower() == "default":
+        return PARENT
+    value = value.strip().lower()
+    return value if value in PROCESS_TYPES else OTHER
+
+
+def process_type_key(process_type):
+    """The ranking key of a process type (normalized as stored: ``pt=parent`` for ``default``)."""
+    return dimension_key("pt", process_type=normalize_process_type(process_type))
+
+
+def is_ranking_only(key):
+    """True when dimension ``key`` (bytes, or None) is of a kind kept only in the rankings."""
+    return key is not None and key.partition(b"=")[0].decode("ascii", "replace") in RANKING_ONLY
+
+
 def _q(value):
     return quote(value, safe="._+-#").encode("ascii")
 
 
-def dimension_key(kind, product=None, version=None, os=None):
-    """``b"pv=Firefox:120.0"``: the key of one dimension (``kind`` in ``p pv os po pvo``)."""
+def dimension_key(kind, product=None, version=None, os=None, process_type=None):
+    """``b"pv=Firefox:120.0"``: the key of one dimension (``kind`` in ``p pv os po pvo pt``)."""
     if kind not in _FIELDS:
         raise InvalidArgument(f"unknown dimension {kind!r}")
-    values = {"product": product, "version": version, "os": os}
+    values = {"product": product, "version": version, "os": os, "process_type": process_type}
     return kind.encode("ascii") + b"=" + b":".join(_q(values[f]) for f in _FIELDS[kind])
 
 
@@ -89,13 +124,15 @@ def filter_key(product=None, version=None, os=None):
 
 
 def keys_of(dims, kinds):
-    """The keys of each dimension in ``kinds`` for one crash's ``dims`` {product, version, os}."""
-    return list(_keys(tuple(kinds), dims.get("product"), dims.get("version"), dims.get("os")))
+    """The keys of each dimension in ``kinds`` for one crash's ``dims`` {product, version, os,
+    process_type}."""
+    return list(_keys(tuple(kinds), dims.get("product"), dims.get("version"), dims.get("os"),
+                      dims.get("process_type")))
 
 
 @functools.lru_cache(maxsize=4096)  # crashes share a few combinations; quoting them is the cost
-def _keys(kinds, product, version, os):
-    return tuple(dimension_key(kind, product, version, os) for kind in kinds)
+def _keys(kinds, product, version, os, process_type):
+    return tuple(dimension_key(kind, product, version, os, process_type) for kind in kinds)
 
 
 def with_key(column, key):

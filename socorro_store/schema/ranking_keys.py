@@ -1,10 +1,11 @@
 """Key layouts of the daily rankings (the top-crashers report in one read), with their inverses.
 
 A ranking row holds every signature processed on one day (by submission time) and its count,
-for all crashes or for one product::
+for all crashes, for one product or for one process type (``pt``: a kind kept only here)::
 
     crash_report_signatures_seen  ~rank/2016-09-18              seen:<signature row> = 8-byte count
                                   ~rank/2016-09-18|p=Firefox    seen:<signature row> = 8-byte count
+                                  ~rank/2016-09-18|pt=content   seen:<signature row> = 8-byte count
                                   ~rank/since                   seen:day = b"2016-09-01"
 
 The live counters increment them with a crash's other signature counters, and ``rollup`` makes
@@ -24,7 +25,7 @@ FIRST_DAY = date(2000, 1, 1)
 SINCE_ROW = RANK_PREFIX + b"since"
 COL_SINCE = b"seen:day"
 #: the dimension kinds a ranking is kept for (besides all crashes)
-RANKED_KINDS = ("p",)
+RANKED_KINDS = ("p", "pt")
 
 
 def rank_row(day, key=None):

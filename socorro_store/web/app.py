@@ -83,6 +83,7 @@ def create_app(store, unredacted=False, now=None, public_fields=None, request_ti
     app.jinja_env.filters["present"] = lambda filters: {k: v for k, v in filters.items() if v}
     app.jinja_env.filters["when"] = display.when
     app.jinja_env.filters["yes_no"] = display.yes_no
+    app.jinja_env.globals["process_types"] = pages.PROCESS_TYPE_CHOICES  # the top-crashers filter's choices
     allowlist = public_fields if isinstance(public_fields, PublicFields) else PublicFields.load(public_fields)
     hidden = () if unredacted else tuple(name for name, field in pages.LIST_FIELDS.items()
                                          if not allowlist.allows("processed_crash", field))

@@ -5,8 +5,9 @@ and reads only counters and indexes, never a scan of crash rows:
 
 - :func:`home`: the queue counters, 48 metrics hour rows (one read), today's top 10 (one
   column-filtered scan of ``crash_report_signatures`` and one read of ``metrics``);
-- :func:`top_crashers`: the same scan for the period asked, plus the OS split and first
-  appearance of the signatures shown (two multi-row reads and the OS registry row);
+- :func:`top_crashers`: the same for the period asked (or a process type's rankings), plus the
+  OS split, process-type split and first appearance of the signatures shown (three multi-row
+  reads and the OS registry row);
 - :func:`signature`: one read of the signature's counter row (trend, first seen, breakdown) and
   a scan of its index from a cursor for one page of crashes (one get of at most 51 crash rows);
 - the report page is :mod:`.report_page`.
@@ -19,6 +20,7 @@ from datetime import datetime, time, timedelta, timezone
 
 from ..crashstore import listings, reports
 from ..errors import InvalidArgument
+from ..schema import dimension_keys as DK
 from ..schema.crash_ids import parse_crash_id
 from ..schema.timeparse import parse_day
 from . import display
@@ -30,6 +32,10 @@ DEFAULT_DAYS = 7
 MAX_DAYS = 366
 CRASHES_PER_PAGE = 50
 OS_COLUMNS = 4
+PROCESS_TYPE_COLUMNS = 5
+#: the process types the top-crashers filter offers (the browser first; a name outside the
+#: ranked list is counted as ``##other##``)
+PROCESS_TYPE_CHOICES = [DK.PARENT] + sorted(DK.PROCESS_TYPES - {DK.PARENT}) + [DK.OTHER]
 
 
 def _today(now):
@@ -86,29 +92,51 @@ def home(store, now):
 
 def top_crashers(store, args, now):
     """The top-crashers report of the period and filters of the query, each signature with its
-    crashes by OS (``os``: {name: n}, of the product/version asked) and its first appearance.
+    crashes by OS (``os``: {name: n}, of the product/version asked), by process type
+    (``process_types``: {name: n}, unfiltered reports only) and its first appearance.
 
-    The ranking is :meth:`~socorro_store.crashstore.store.CrashStore.top_signatures`; the OS
-    split and first appearances are two more reads (and the OS registry row) for the signatures
-    shown, whatever their number (:func:`~socorro_store.crashstore.reports.os_splits`,
-    :func:`~socorro_store.crashstore.reports.first_appearances`).  ``os_columns``: the OS names
-    the HTML table gives a column (the most crashes among the rows shown; the rest is "other").
+    The ranking is :meth:`~socorro_store.crashstore.store.CrashStore.top_signatures`, or with
+    ``process_type=T`` the process type's daily rankings (no other filter then); the OS split,
+    process-type split and first appearances are three more reads (and the OS registry row) for
+    the signatures shown, whatever their number
+    (:func:`~socorro_store.crashstore.reports.os_splits`,
+    :func:`~socorro_store.crashstore.reports.process_type_splits`,
+    :func:`~socorro_store.crashstore.reports.first_appearances`).  ``os_columns`` /
+    ``process_type_columns``: the names the HTML table gives a column (the most crashes among
+    the rows shown; the rest is "other"; ``process_type_columns`` None: not split).
     """
     start, end, description = period(args, now)
     filters = _filters(args)
-    report = store.top_signatures(start, end, limit=TOP_LIMIT, **filters)
+    process_type = (args.get("process_type") or "").strip() or None
+    if process_type is None:
+        report = store.top_signatures(start, end, limit=TOP_LIMIT, **filters)
+    else:  # ranked per process type only (no counter column): the rankings, read directly
+        store.live_counters.settle()
+        report = reports.top_signatures(store.backend, start, end, TOP_LIMIT, **filters, process_type=process_type)
     names = [s["signature"] for s in report["signatures"]]
     splits = {} if filters["os"] else reports.os_splits(store.backend, names, start, end, filters["product"],
                                                           filters["version"])
+    # the process-type rankings are of all products: split only the unfiltered report
+    by_type = {} if process_type or any(filters.values()) else \
+        reports.process_type_splits(store.backend, names, start, end)
     first = reports.first_appearances(store.backend, names, now)
-    totals = {}
     for row in report["signatures"]:
         row["os"] = splits.get(row["signature"], {})
+        row["process_types"] = by_type.get(row["signature"], {})
         row["first_appearance"] = first.get(row["signature"])
-        for name, n in row["os"].items():
+    return {**report, "period": description, "filters": filters, "process_type": process_type,
+            "os_columns": _columns(report["signatures"], "os", OS_COLUMNS),
+            "process_type_columns": None if process_type or any(filters.values()) else
+            _columns(report["signatures"], "process_types", PROCESS_TYPE_COLUMNS)}
+
+
+def _columns(rows, field, limit):
+    """The ``limit`` names of ``row[field]`` ({name: n}) with the most crashes among ``rows``."""
+    totals = {}
+    for row in rows:
+        for name, n in row[field].items():
             totals[name] = totals.get(name, 0) + n
-    columns = [name for name, _n in sorted(totals.items(), key=lambda item: (-item[1], item[0]))][:OS_COLUMNS]
-    return {**report, "period": description, "filters": filters, "os_columns": columns}
+    return [name for name, _n in sorted(totals.items(), key=lambda item: (-item[1], item[0]))][:limit]
 
 
 def _cursor(args, name):

@@ -12,7 +12,7 @@ from ..schema.stored import stored_legacy, stored_processed, stored_time, time_i
 #: ``flags:dead_lettered``: the failed attempts of a crash the queue stopped handing out (our
 #: addition; see :mod:`socorro_store.schema.queue_keys`).
 COL_DEAD_LETTERED = b"flags:dead_lettered"
-RAW_DIMENSION_COLUMNS = (COL_PRODUCT, COL_VERSION)
+RAW_DIMENSION_COLUMNS = (COL_PRODUCT, COL_VERSION, K.COL_PROCESS_TYPE)  # process type: for the pt rankings
 STATE_COLUMNS = [b"flags", K.COL_SUBMITTED, K.COL_PROCESSED_AT, K.COL_HANG, K.COL_SIGNATURE]
 
 

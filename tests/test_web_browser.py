@@ -17,10 +17,12 @@ signature page walked by its cursors.  The README's screenshots are the demo's p
     SOCORRO_STORE_ARTIFACTS=docs/images pytest -q tests/test_web_browser.py -k readme
 """
 
+import json
 import os
 import random
 import struct
 import threading
+import urllib.request
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -263,6 +265,22 @@ def test_topcrashers_links_to_signatures(page, site):
     links.nth(1).click()
     page.wait_for_url("**/signature/?**")
     assert page.locator("h1#signature").inner_text() == names[1]
+    assert page.problems == []
+
+
+def test_topcrashers_filtered_by_process_type_in_the_form(page, site):
+    base, _ids = site
+    page.goto(base + "/topcrashers/?days=3")
+    headers = page.locator("th.pt").all_inner_texts()
+    assert headers[-1] == "other process" and set(headers[:-1]) <= {"parent", "content", "gpu"}
+    page.select_option("select[name=process_type]", "content")
+    page.locator("form.filters button[type=submit]").click()
+    page.wait_for_url("**process_type=content**")
+    with urllib.request.urlopen(base + "/api/topcrashers?days=3&process_type=content") as response:
+        expected = [s["signature"] for s in json.load(response)["signatures"]]
+    assert expected and page.locator("a.signature-link").all_inner_texts() == expected
+    assert page.locator("select[name=process_type]").input_value() == "content"
+    assert page.locator("th.pt").count() == 0  # one process type shown: no split columns
     assert page.problems == []
 
 

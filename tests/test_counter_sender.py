@@ -55,6 +55,28 @@ def test_a_full_queue_blocks_the_save_until_the_sender_takes_it():
     assert sum(sends) == 4
 
 
+def test_a_gathering_send_waits_for_other_saves_and_a_settle_ends_the_wait():
+    """With ``gather_s``, saves handed over within the window share one send (the hot metrics
+    rows go once for all of them); a settle() sends at once, whatever is left of the window."""
+    sends = []
+    sender = CounterSender(lambda jobs: sends.append(len(jobs)), gather_s=600)
+    for n in range(5):
+        sender.submit([n])
+    settled = threading.Thread(target=sender.settle)
+    settled.start()
+    settled.join(60)  # a deadlock guard far below the window, not a timing assertion
+    assert not settled.is_alive() and sends == [5]
+    sender.submit(["last"])
+    closing = threading.Thread(target=sender.close)
+    closing.start()
+    closing.join(60)
+    assert not closing.is_alive() and sends == [5, 1]  # a close sends what is gathered
+
+
+def test_a_stores_background_sender_gathers():
+    assert LiveCounters(FailingBackend(), background=True).sender._gather_s > 0
+
+
 class FailingBackend:
     """Increments fail as an outage would; the sender must tally them, never raise."""
 

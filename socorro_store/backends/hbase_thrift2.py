@@ -424,17 +424,20 @@ class HBaseThrift2Backend(Thrift2Admin, Backend):
         self._check_families(table, [column])
         return self._increment_row(table, row, {column: amount}, "increment")[column]
 
-    def _increment_row(self, table, row, amounts, kind):
-        """Increment several columns of one row in one call; ``{column: new value}``."""
+    def _increment_row(self, table, row, amounts, kind, results=True):
+        """Increment several columns of one row in one call; ``{column: new value}`` (None with
+        ``results=False``: the server then sends no cells back)."""
         wire = self._name(table)
         columns = []
         for column in amounts:
             family, qualifier = split_column(column)
             columns.append(hbase2.TColumnIncrement(family=family, qualifier=qualifier or b"", amount=amounts[column]))
-        tinc = hbase2.TIncrement(row=row, columns=columns, returnResults=True)
+        tinc = hbase2.TIncrement(row=row, columns=columns, returnResults=results)
         self._check_request_size(kind, table, sizes.request_bytes(wire, [_put_bytes(
             row, [(c.family, c.qualifier, b"") for c in columns])]), row)
         result = self._call(kind, lambda c: c.increment(wire, tinc), table, idempotent=False, rows=[row])
+        if not results:
+            return None
         values = {}
         for cv in result.columnValues or ():
             values[_column(cv.family, cv.qualifier)] = struct.unpack(">q", cv.value)[0]
@@ -471,7 +474,8 @@ class HBaseThrift2Backend(Thrift2Admin, Backend):
             for (table, row), batch in items:
                 weight = _put_bytes(row, [(*split_column(c), b"") for c in batch])
                 self._check_request_size("increment_many", table, sizes.request_bytes(self._name(table), [weight]), row)
-        self._overlap(lambda item: self._increment_row(item[0][0], item[0][1], item[1], "increment_many"), items)
+        self._overlap(lambda item: self._increment_row(item[0][0], item[0][1], item[1], "increment_many",
+                                                       results=False), items)
 
     def check_and_put(self, table, row, column, expected, puts):
         return self.check_and_put_many(table, [(row, column, expected, puts)])[0]

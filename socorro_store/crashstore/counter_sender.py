@@ -24,6 +24,12 @@ What it changes, and what it keeps (the lessons of ``reference/anchors.md``):
   pointers are never deferred, so the next ``rollup`` recomputes every such count.
 * Bounded memory: a save that finds :data:`MAX_PENDING_JOBS` waiting blocks until the sender
   catches up (back pressure, never an unbounded queue).
+* Gathering: with ``gather_s``, a send waits that long after its first job for others to join it
+  (at most :data:`GATHER_JOBS`), so the hot rows every save increments (``metrics``' minute, hour,
+  day, month and year rows, the queue row, the day's rankings) go once for many saves: on
+  Thrift2 each row is a call of its own, on Thrift1 each cell a region-server increment.  A
+  :meth:`~CounterSender.settle` or a close ends the wait at once, so this store's own counter
+  reads never wait for it; other processes see the counters up to ``gather_s`` later.
 """
 
 import logging
@@ -33,6 +39,10 @@ log = logging.getLogger("socorro_store")
 
 #: the most saves' counters waiting for the sender before a save blocks (back pressure)
 MAX_PENDING_JOBS = 10_000
+#: how long a store's sender waits after a save's counters for others to join them (seconds)
+GATHER_S = 0.05
+#: the most saves' counters a gathering send waits for before it goes
+GATHER_JOBS = 256
 
 
 class CounterSender:
@@ -42,9 +52,11 @@ class CounterSender:
     swallowed here so the sender outlives it.
     """
 
-    def __init__(self, send_jobs, max_pending=MAX_PENDING_JOBS):
+    def __init__(self, send_jobs, max_pending=MAX_PENDING_JOBS, gather_s=0.0):
         self._send_jobs = send_jobs
         self._max_pending = max_pending
+        self._gather_s = gather_s
+        self._settling = 0  # settle() calls waiting: they end a gathering wait
         self._jobs = []
         self._handed = 0  # jobs handed over, ever
         self._sent = 0  # jobs whose send ended (sent or failed), ever
@@ -70,7 +82,12 @@ class CounterSender:
         """Wait until every job handed over before this call has been sent (or has failed)."""
         with self._cond:
             target = self._handed
-            self._cond.wait_for(lambda: self._sent >= target)
+            self._settling += 1
+            self._cond.notify_all()
+            try:
+                self._cond.wait_for(lambda: self._sent >= target)
+            finally:
+                self._settling -= 1
 
     @property
     def pending(self):
@@ -93,6 +110,9 @@ class CounterSender:
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._jobs or self._closed)
+                if self._gather_s:
+                    self._cond.wait_for(lambda: (self._closed or self._settling
+                                                 or len(self._jobs) >= GATHER_JOBS), self._gather_s)
                 if not self._jobs:
                     return  # closed, and everything sent
                 jobs, self._jobs = self._jobs, []

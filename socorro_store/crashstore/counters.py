@@ -92,7 +92,7 @@ from ..schema import dimension_keys as DK
 from ..schema import ranking_keys as RK
 from ..schema.crash_facts import stored_dimensions, stored_process_type
 from ..schema.stored import validate_metrics_row_name
-from .counter_sender import CounterSender
+from .counter_sender import GATHER_S, CounterSender
 from .dimensions import DIMENSION_CAPS, Dimensions  # noqa: F401 - the cap, re-exported for counter users
 
 log = logging.getLogger(__name__)
@@ -429,7 +429,7 @@ class LiveCounters:
             raise InvalidArgument("counter_flush_ms and background counters exclude each other")
         self.backend = backend
         self.buffer = CounterBuffer(backend, flush_ms) if flush_ms is not None else None
-        self.sender = CounterSender(self._send_jobs) if background else None
+        self.sender = CounterSender(self._send_jobs, gather_s=GATHER_S) if background else None
         self.failures = collections.Counter()
         self._failures_lock = threading.Lock()
         self.seen_markers = SeenMarkers()

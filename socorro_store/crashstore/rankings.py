@@ -6,9 +6,22 @@ counts: the live counters keep it with the signature counters, ``rollup`` makes 
 exact.  :func:`read_rankings` sums the rows of a period's days in one multi-row read, when every
 day is one whose rankings are complete (from ``~rank/since`` on); otherwise it says so, and the
 report scans the signature counters as before.
+
+A period of many days would read every signature of every day (60 rows of 40 k cells for a
+30-day report and the 30 days before).  :func:`read_top` reads instead the closed days' top rows
+(``TOP_K`` signatures each, with the day's ``K``-th count; written by ``rollup``) and the full
+rows of the days with none (today), and proves the top ``limit`` by the threshold algorithm
+(Fagin's): a signature missing from a day's top row has at most that day's ``K``-th count
+there, so its period count is bounded; when the ``limit``-th best lower bound beats the bound of
+every signature not seen, the top ``limit`` is among the signatures seen, whose exact counts are
+then read from the full rows, column-filtered to them.  When nothing is proven (a flat
+distribution) it reads the full rows, as :func:`read_rankings`.
 """
 
+import bisect
+
 from ..backends.base import RowMutation
+from ..errors import InvalidArgument
 from ..schema import keys as K
 from ..schema import ranking_keys as RK
 
@@ -50,3 +63,165 @@ def read_rankings(backend, periods, key=None):
                     counts[sig_row] = counts.get(sig_row, 0) + K.decode_counter(value)
         out.append(counts)
     return out
+
+
+#: a period of fewer days reads its full rows (one read, as many cells as the top rows would be)
+TOP_MIN_DAYS = 2
+
+
+def ranked(counts):
+    """``{signature row: (rank, count)}`` of ``{signature row: count}``, rank 1 = most crashes
+    (ties by signature row); counts of 0 or less are not ranked."""
+    order = sorted(((n, row) for row, n in counts.items() if n > 0), key=lambda item: (-item[0], item[1]))
+    return {row: (rank, n) for rank, (n, row) in enumerate(order, 1)}
+
+
+class _Period:
+    """What the top rows and full rows read say of one period's signatures: for each signature
+    seen, the sum of its counts read (``lower``); its bound adds the ``K``-th counts of the days
+    whose top row left it out (:meth:`upper`); ``unseen``: the bound of a signature seen nowhere
+    (the sum of every ``K``-th count); ``total``: the crashes of every signature."""
+
+    def __init__(self, days, tops, full):
+        self.top_days = [day for day in days if day in tops]
+        self.lower, self.total, self.unseen = {}, 0, 0
+        self._present = {}  # signature row -> the K-th counts of the days whose top row has it
+        for day in days:
+            if day in tops:
+                counts, kth, total = tops[day]
+                self.total, self.unseen = self.total + total, self.unseen + kth
+            else:
+                counts, kth = full.get(day, {}), 0
+                self.total += sum(n for n in counts.values() if n > 0)
+            for row, n in counts.items():
+                self.lower[row] = self.lower.get(row, 0) + n
+                if kth:
+                    self._present[row] = self._present.get(row, 0) + kth
+
+    def missing(self, row):
+        """The most a signature can have crashed on the days whose top row left it out."""
+        return self.unseen - self._present.get(row, 0)
+
+    def upper(self, row):
+        return self.lower.get(row, 0) + self.missing(row)
+
+
+def read_top(backend, periods, key=None, limit=50, top_min_days=TOP_MIN_DAYS):
+    """The top ``limit`` of the first period of ``periods`` ([days, previous days]), exactly as
+    the full ranking rows give them, read from the closed days' top rows (module docstring).
+
+    Returns None when ``key`` has no ranking or a day is before the rankings are complete, else
+    ``(ranks, total, previous)``: ``ranks`` ``{signature row: (rank, count)}`` of the top
+    ``limit``, ``total`` the crashes of every signature in the period, ``previous`` ``{signature
+    row: (rank, count)}`` in the previous period of each of ``ranks`` that crashed then.  A
+    period shorter than ``top_min_days`` days, or one where the bound proves nothing, is read
+    from its full rows.  Reads: the top rows (and ``~rank/since``), the full rows of the days
+    with no top row, one column-filtered read of the candidates' exact counts, and one more when
+    a previous rank needs other signatures' exact counts."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise InvalidArgument(f"limit must be a positive int: {limit!r}")
+    if not RK.ranked_key(key):
+        return None
+    now_days, then_days = (list(days) for days in periods)
+    if len(now_days) < top_min_days:
+        return _from_full(backend, now_days, then_days, key, limit)
+    found = backend.get_rows(K.SIGNATURES_SEEN, [RK.SINCE_ROW] + [RK.top_row(d, key) for d in now_days + then_days])
+    since = found.get(RK.SINCE_ROW, {}).get(RK.COL_SINCE)
+    if since is None or min(now_days + then_days) < RK.parse_since(since):
+        return None
+    tops = {d: RK.parse_top_cells(found[RK.top_row(d, key)]) for d in now_days + then_days
+            if RK.top_row(d, key) in found}
+    full = _full_counts(backend, [d for d in now_days + then_days if d not in tops], key)
+    now, then = _Period(now_days, tops, full), _Period(then_days, tops, full)
+    lows = sorted(((n, row) for row, n in now.lower.items() if n > 0), key=lambda item: (-item[0], item[1]))
+    bar = lows[limit - 1][0] if len(lows) >= limit else 1
+    if now.unseen and bar <= now.unseen:  # a signature seen nowhere may be in the top: not proven
+        return _from_full(backend, now_days, then_days, key, limit)
+    candidates = [row for row in now.lower if now.upper(row) >= bar]
+    exact = _exact(backend, now.top_days + then.top_days, key, candidates)
+    now_exact = {row: _sum(row, now_days, exact, full) for row in candidates}
+    ranks = {row: place for row, place in ranked(now_exact).items() if place[0] <= limit}
+    previous = _previous(backend, then, then_days, key, ranks, exact, full)
+    if previous is None:  # a previous rank not proven: the previous period's full rows
+        previous = _ranked_of(ranks, ranked(_sum_rows(_full_counts(backend, then_days, key), then_days)))
+    return ranks, now.total, previous
+
+
+def _previous(backend, then, then_days, key, ranks, exact, full):
+    """The previous period's ``{signature row: (rank, count)}`` of ``ranks``' signatures, or
+    None when a signature's previous count does not beat the bound of a signature seen nowhere."""
+    counts = {row: _sum(row, then_days, exact, full) for row in ranks}
+    counts = {row: n for row, n in counts.items() if n > 0}
+    if not counts:
+        return {}
+    if then.unseen and min(counts.values()) <= then.unseen:
+        return None
+    values = sorted(counts.values())
+    # a signature whose bounds straddle one of those counts needs its exact count
+    unsure = [row for row, low in then.lower.items() if row not in counts and row not in exact
+              and then.missing(row) and _straddles(values, low, low + then.missing(row))]
+    if unsure:
+        exact.update(_exact(backend, then.top_days, key, unsure))
+    known = {row: (_sum(row, then_days, exact, full) if row in exact else low) for row, low in then.lower.items()}
+    known.update(counts)
+    # an unsure-free signature is above or below every count asked: its lower bound orders it
+    return _ranked_of(counts, ranked(known))
+
+
+def _straddles(values, low, high):
+    """True when one of ``values`` (ascending) is in ``[low, high]``."""
+    i = bisect.bisect_left(values, low)
+    return i < len(values) and values[i] <= high
+
+
+def _ranked_of(rows, places):
+    return {row: places[row] for row in rows if row in places}
+
+
+def _sum(row, days, exact, full):
+    """A signature's exact count over ``days``: the full rows read, and the exact cells read."""
+    per_day = exact.get(row, {})
+    return sum(full[day].get(row, 0) if day in full else per_day.get(day, 0) for day in days)
+
+
+def _sum_rows(full, days):
+    counts = {}
+    for day in days:
+        for row, n in full.get(day, {}).items():
+            counts[row] = counts.get(row, 0) + n
+    return counts
+
+
+def _exact(backend, days, key, sig_rows):
+    """``{signature row: {day: n}}`` from the full ranking rows of ``days``, column-filtered to
+    ``sig_rows`` (every one present, ``{}`` when none crashed those days)."""
+    out = {row: {} for row in sig_rows}
+    if days and sig_rows:
+        rows = {RK.rank_row(day, key): day for day in days}
+        found = backend.get_rows(K.SIGNATURES_SEEN, list(rows), columns=sorted(RK.rank_column(r) for r in sig_rows))
+        for row, cells in found.items():
+            for column, value in cells.items():
+                if len(value) == 8:
+                    out.setdefault(RK.rank_signature_row(column), {})[rows[row]] = K.decode_counter(value)
+    return out
+
+
+def _full_counts(backend, days, key):
+    """``{day: {signature row: n}}`` of the full ranking rows of ``days``."""
+    if not days:
+        return {}
+    rows = {RK.rank_row(day, key): day for day in days}
+    out = {day: {} for day in days}
+    for row, cells in backend.get_rows(K.SIGNATURES_SEEN, list(rows)).items():
+        out[rows[row]] = {RK.rank_signature_row(c): K.decode_counter(v) for c, v in cells.items() if len(v) == 8}
+    return out
+
+
+def _from_full(backend, now_days, then_days, key, limit):
+    """:func:`read_top`'s answer from the full rows of both periods (one read)."""
+    counts = read_rankings(backend, [now_days, then_days], key)
+    if counts is None:
+        return None
+    now_counts, then_counts = counts
+    ranks = {row: place for row, place in ranked(now_counts).items() if place[0] <= limit}
+    return ranks, sum(n for n in now_counts.values() if n > 0), _ranked_of(ranks, ranked(then_counts))

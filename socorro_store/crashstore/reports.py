@@ -44,10 +44,7 @@ def _intervals(start, end):
     return ("day" if daily else "hour"), out
 
 
-def _ranked(counts):
-    """``{signature row: (rank, count)}``, rank 1 = most crashes (ties by name)."""
-    order = sorted(((n, row) for row, n in counts.items() if n > 0), key=lambda item: (-item[0], item[1]))
-    return {row: (rank, n) for rank, (n, row) in enumerate(order, 1)}
+_ranked = rankings.ranked  # {signature row: (rank, count)}, rank 1 = most crashes (ties by name)
 
 
 def _filter(backend, product, version, os):
@@ -95,7 +92,8 @@ def top_signatures(backend, start, end, limit=DEFAULT_TOP, product=None, version
     length just before, and ``movement``: ``new``, ``up``, ``down`` or ``same``.  ``submitted``
     is the crashes submitted in the period by the ``metrics`` rows (processed or not).
     Whole days (for all crashes or a product alone) are read from the daily rankings
-    (:mod:`.rankings`: one multi-row read, whatever the number of signatures stored); hours,
+    (:mod:`.rankings`: one multi-row read, whatever the number of signatures stored; a period of
+    several days reads the closed days' top rows, :func:`~.rankings.read_top`); hours,
     other filters and days before the rankings are complete cost a column-filtered scan of
     ``crash_report_signatures`` instead.  Then one read of ``metrics``.
 
@@ -120,13 +118,20 @@ def top_signatures(backend, start, end, limit=DEFAULT_TOP, product=None, version
         "counted_as": {"process_type": DK.normalize_process_type(process_type)}})
     previous_start = start - (end - start)
     _, previous = _intervals(previous_start, start)
-    ranked = rankings.read_rankings(backend, [[m.date() for m in moments], [m.date() for m in previous]], key) \
-        if level == "day" else None
-    if ranked is None and pt_key is not None:
+    periods = [[m.date() for m in moments], [m.date() for m in previous]]
+    if level == "day" and limit is not None:  # the top rows of the closed days, proven exact
+        found = rankings.read_top(backend, periods, key, limit)
+    elif level == "day":
+        found = rankings.read_rankings(backend, periods, key)
+        found = (_ranked(found[0]), sum(n for n in found[0].values() if n > 0), _ranked(found[1])) if found else None
+    else:
+        found = None
+    if found is None and pt_key is not None:
         raise InvalidArgument("process types are ranked only from the first day the rankings are complete")
-    now_counts, then_counts = ranked if ranked is not None else _scan_counts(backend, level, moments, previous, key)
-    total = sum(n for n in now_counts.values() if n > 0)
-    ranks, previous_ranks = _ranked(now_counts), _ranked(then_counts)
+    if found is None:
+        now_counts, then_counts = _scan_counts(backend, level, moments, previous, key)
+        found = (_ranked(now_counts), sum(n for n in now_counts.values() if n > 0), _ranked(then_counts))
+    ranks, total, previous_ranks = found
     metric_rows = [K.metrics_row(m, level) for m in moments]
     submitted_column = DK.with_key(K.counter_column(counters.SUBMITTED), key)
     metrics = backend.get_rows(K.METRICS, metric_rows, columns=[submitted_column])

@@ -178,10 +178,10 @@ def expire(backend, retention=None, now=None, heartbeat=None):
     # the rankings of the days whose signature columns went (the day's ranking is their sum)
     for interval in intervals:
         level, start = K.parse_metrics_row(interval)
-        if level == "day":
-            first = RK.rank_row(start.date())
-            rows = [row for row, _cells in backend.scan(K.SIGNATURES_SEEN, start=first,
-                                                        stop=first + DK.SEPARATOR + b"\xff", page_size=4)]
+        if level == "day":  # its ranking rows (every key's) and their top rows
+            rows = [row for first in (RK.rank_row(start.date()), RK.top_row(start.date()))
+                    for row, _cells in backend.scan(K.SIGNATURES_SEEN, start=first, stop=first + DK.SEPARATOR + b"\xff",
+                                                    page_size=4)]
             if rows:
                 backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(r, delete_row=True) for r in rows])
             report["ranking_rows"] += len(rows)

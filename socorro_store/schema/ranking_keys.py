@@ -9,7 +9,20 @@ for all crashes, for one product or for one process type (``pt``: a kind kept on
                                   ~rank/since                   seen:day = b"2016-09-01"
 
 The live counters increment them with a crash's other signature counters, and ``rollup`` makes
-a closed day's rows exact.  ``~rank/since`` is the first day whose rankings are complete (a store
+a closed day's rows exact.
+
+A closed day's ranking rows also have a compact **top row**, written by ``rollup``: the
+:data:`TOP_K` signatures of the day with the most crashes, with the day's ``K``-th count (every
+signature left out has at most that many) and its total, so a report of many days reads ``K``
+cells a day instead of every signature (:mod:`socorro_store.crashstore.rankings`)::
+
+    crash_report_signatures_seen  ~rank/top/2016-09-18              seen:<signature row> = 8-byte count (K of them)
+                                  ~rank/top/2016-09-18|p=Firefox    seen:\xffkth = K-th count (0: every signature is here)
+                                                                    seen:\xfftotal = the crashes of every signature
+
+(the ``\xff`` qualifiers are no signature row: UTF-8 has no byte 0xff).  The top rows sort after
+``~rank/since``, so a scan of a day's ranking rows (``~rank/<day>`` to ``~rank/<day>|\xff``) does
+not meet them.  ``~rank/since`` is the first day whose rankings are complete (a store
 created with this version: its first day; an upgraded one: set by ``rollup --since``); a report
 reads rankings only for days from it, and scans the signature counters before.
 """
@@ -18,6 +31,7 @@ from datetime import date
 
 from ..errors import InvalidArgument
 from .dimension_keys import SEPARATOR, dimension_key, parse_dimension_key
+from .keys import decode_counter, encode_counter
 
 RANK_PREFIX = b"~rank/"
 #: the ``~rank/since`` of a new store: crash ids start in 2000
@@ -26,6 +40,11 @@ SINCE_ROW = RANK_PREFIX + b"since"
 COL_SINCE = b"seen:day"
 #: the dimension kinds a ranking is kept for (besides all crashes)
 RANKED_KINDS = ("p", "pt")
+TOP_PREFIX = RANK_PREFIX + b"top/"
+#: signatures kept in a day's top row: a 30-day report reads at most 60 x TOP_K of them
+TOP_K = 1000
+COL_KTH = b"seen:\xffkth"
+COL_TOTAL = b"seen:\xfftotal"
 
 
 def rank_row(day, key=None):
@@ -82,3 +101,41 @@ def ranked_key(key):
 def product_key(product):
     """The dimension key of a product's ranking."""
     return dimension_key("p", product)
+
+
+def top_row(day, key=None):
+    """The top row of ``day`` (a date), for all crashes or for dimension ``key``."""
+    row = TOP_PREFIX + day.strftime("%Y-%m-%d").encode("ascii")
+    return row if key is None else row + SEPARATOR + key
+
+
+def parse_top_row(row):
+    """Inverse of :func:`top_row`: ``(day, key or None)``."""
+    if not row.startswith(TOP_PREFIX):
+        raise InvalidArgument(f"not a top row: {row!r}")
+    return parse_rank_row(RANK_PREFIX + row[len(TOP_PREFIX):])
+
+
+def top_cells(counts, k=None):
+    """The cells of a top row of one day's exact ``counts`` ({signature row: n}): the ``k``
+    (default :data:`TOP_K`) highest (ties by signature row), the ``k``-th count when some were
+    left out (else 0), and the total."""
+    k = TOP_K if k is None else k
+    order = sorted(((n, row) for row, n in counts.items() if n > 0), key=lambda item: (-item[0], item[1]))
+    kept = order[:k]
+    kth = kept[-1][0] if len(order) > k else 0
+    return {**{rank_column(row): encode_counter(n) for n, row in kept},
+            COL_KTH: encode_counter(kth), COL_TOTAL: encode_counter(sum(n for n, _row in order))}
+
+
+def parse_top_cells(cells):
+    """Inverse of :func:`top_cells`: ``({signature row: n}, k-th count, total)``."""
+    counts = {}
+    for column, value in cells.items():
+        if column not in (COL_KTH, COL_TOTAL) and len(value) == 8:
+            counts[rank_signature_row(column)] = decode_counter(value)
+    return counts, _decode(cells.get(COL_KTH)), _decode(cells.get(COL_TOTAL))
+
+
+def _decode(value):
+    return decode_counter(value) if value and len(value) == 8 else 0

@@ -25,11 +25,8 @@ an unfinished build as it stands (the newest days it finished).
 
 import argparse
 import collections
-import json
 import logging
-import multiprocessing
 import random
-import signal
 import statistics
 import sys
 import threading
@@ -39,126 +36,16 @@ import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from socorro_store import open_store
-from socorro_store.demo import signature_names, synthetic_crashes, weighted_choice
-from socorro_store.web import create_app, make_web_server
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_web_build beside this file
+import bench_web_build  # noqa: E402
+
+from socorro_store import open_store  # noqa: E402
+from socorro_store.demo import signature_names  # noqa: E402
+from socorro_store.web import create_app, make_web_server  # noqa: E402
 
 TARGET_MS = 100
-BATCH = 2000
-# Fenix and Focus run on Android; the desktop products' crashes split over the three desktop OSes.
-MOBILE = {"Fenix", "Focus"}
-DESKTOP_OS = [("Windows NT", 0.75), ("Mac OS X", 0.15), ("Linux", 0.10)]
-SIGNATURES = 3000
-MARKER = "bench-web.json"
-PROGRESS = "bench-web-progress.json"
-
-
-def _generate_days(first_day, days, seed, out):
-    """Child process: for each ``(day index, crashes)`` of ``days`` in order, put that day's
-    crashes on ``out`` as ``[(raw, crash_id, signature, os)]``.
-
-    Generating (``synthetic_crashes``) costs about a fifth of saving, so it runs beside the saves
-    instead of before them.  The Notes annotation is dropped (metadata only: no page reads it, and
-    it would double the bytes written)."""
-    stable = signature_names(SIGNATURES, random.Random(seed))
-    for d, count in days:
-        rng = random.Random(seed * 1000 + d)
-        day = first_day + timedelta(days=d)
-        # synthetic_crashes draws its names from its own seed, a new list each day: map each
-        # day's rank back to one list so that a signature keeps its rank (and trend) across days
-        ranks = {name: rank for rank, name in enumerate(signature_names(SIGNATURES, random.Random(seed + d)))}
-        crashes = []
-        for raw, _dumps, cid, sig in synthetic_crashes(count, day, seed=seed + d, dump_kb=0, signatures=SIGNATURES):
-            raw.pop("Notes", None)
-            sig = stable[ranks[sig]] if sig else sig  # None (failed) and "" (empty) stay as drawn
-            os_name = "Android" if raw["ProductName"] in MOBILE else weighted_choice(rng, DESKTOP_OS)
-            crashes.append((raw, cid, sig, os_name))
-        out.put((d, crashes))
-    out.put(None)
-
-
-def build(directory, crashes, days, seed):
-    """Fill ``directory`` with ``crashes`` crashes over the ``days`` days ending today (once).
-
-    Days are saved newest first, so that a store still building (or stopped: ``--partial``
-    times it) holds the days the pages read most: today, the last 48 hours, the last 7 days.
-    The marker file ``bench-web.json`` says the store is finished (and of what size); a build
-    that was interrupted resumes at the first day not finished (``bench-web-progress.json``):
-    the crashes of that day already saved are retries, which the store skips.
-    """
-    directory = Path(directory)
-    marker, progress = directory / MARKER, directory / PROGRESS
-    if marker.exists():
-        info = json.loads(marker.read_text())
-        if info.get("crashes") == crashes and info.get("days") == days:
-            return info
-        raise SystemExit(f"{directory} holds a store of {info['crashes']:,} crashes over {info['days']} days: "
-                         "use another --dir")
-    state = json.loads(progress.read_text()) if progress.exists() else None
-    if state and (state["crashes"], state["days"], state["seed"]) != (crashes, days, seed):
-        raise SystemExit(f"{directory} holds an unfinished build of another size: remove it or use another --dir")
-    if state is None:
-        today = datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
-        state = {"crashes": crashes, "days": days, "seed": seed, "done_days": 0, "seconds": 0.0,
-                 "first_day": (today - timedelta(days=days - 1)).date().isoformat()}
-        directory.mkdir(parents=True, exist_ok=True)
-    first_day = datetime.fromisoformat(state["first_day"]).replace(tzinfo=timezone.utc)
-    per_day = {d: crashes // days + (1 if d < crashes % days else 0) for d in range(days)}
-    order = list(range(days - 1, -1, -1))  # newest day first
-    queue = multiprocessing.get_context("fork").Queue(maxsize=2)  # at most two days waiting in memory
-    generator = multiprocessing.get_context("fork").Process(
-        target=_generate_days, args=(first_day, [(d, per_day[d]) for d in order[state["done_days"]:]], seed, queue), daemon=True)
-    generator.start()
-    done = sum(per_day[d] for d in order[:state["done_days"]])
-    started, saved_here = time.perf_counter(), 0
-    # SIGTERM/SIGINT stop the build between two batches, so that closing the store sends the
-    # counter increments it holds (killed outright, it would lose them and a resumed build's
-    # retries would not count them again)
-    stop = []
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.append(True))
-    # Counters coalesce in memory for a minute: a Zipf mix repeats the same few counter cells.
-    with open_store(f"embedded://{directory}", counter_flush_ms=60_000) as store:
-        store.create_tables()  # idempotent: a resumed build finds them
-        for n, (d, day_crashes) in enumerate(iter(queue.get, None), state["done_days"] + 1):
-            for i in range(0, len(day_crashes), BATCH):
-                chunk = day_crashes[i:i + BATCH]
-                store.save_raw_crashes([(raw, {}, cid) for raw, cid, _sig, _os in chunk])
-                store.save_processed_crashes([  # as the demo's processors: None is a failed processing
-                    {"uuid": cid, "signature": sig, "product": raw["ProductName"], "version": raw["Version"],
-                     "os_name": os_name, "success": sig is not None, "completeddatetime": raw["submitted_timestamp"]}
-                    for raw, cid, sig, os_name in chunk])
-                done, saved_here = done + len(chunk), saved_here + len(chunk)
-                if stop:
-                    break
-            if stop:
-                generator.kill()
-                raise SystemExit(f"stopped: {directory} resumes at {(first_day + timedelta(days=d)).date()}")
-            store.flush_counters()
-            elapsed = time.perf_counter() - started
-            rate = saved_here / elapsed
-            state.update(done_days=n, seconds=round(state["seconds"] + elapsed, 1))
-            started, saved_here = time.perf_counter(), 0
-            progress.write_text(json.dumps(state))
-            left = (crashes - done) / rate if rate else 0
-            print(f"  {(first_day + timedelta(days=d)).date()} ({n}/{days} days): {done:,} / {crashes:,} crashes saved ({rate:,.0f} crashes/s; "
-                  f"about {left / 60:,.0f} min left)", file=sys.stderr, flush=True)
-    generator.join()
-    info = {"crashes": crashes, "days": days, "first_day": state["first_day"], "build_seconds": state["seconds"],
-            "build_rate": round(crashes / max(state["seconds"], 1e-9), 1)}
-    marker.write_text(json.dumps(info))
-    progress.unlink()
-    return info
-
-
-def _partial(directory):
-    """What an unfinished build in ``directory`` holds (its progress file), for ``--partial``."""
-    state = json.loads((Path(directory) / PROGRESS).read_text())
-    crashes, days, done_days = state["crashes"], state["days"], state["done_days"]
-    per_day = [crashes // days + (1 if d < crashes % days else 0) for d in range(days)]
-    saved = sum(per_day[days - done_days:])  # the newest days, complete
-    return {"of": crashes, "crashes": saved, "days": days, "days_done": done_days, "first_day": state["first_day"],
-            "build_seconds": state["seconds"], "build_rate": round(saved / max(state["seconds"], 1e-9), 1)}
+SOCKET_TARGET_MS = 150
+DEFAULT_SIGNATURES = 40_000
 
 
 def _timed(fetch, requests):
@@ -172,73 +59,147 @@ def _timed(fetch, requests):
     return round(statistics.median(times), 1), round(times[max(0, int(len(times) * 0.95) - 1)], 1)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dir", required=True, help="the store's directory (built once, then reused)")
-    parser.add_argument("--crashes", type=int, default=1_000_000)
-    parser.add_argument("--days", type=int, default=30)
-    parser.add_argument("--requests", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=26)
-    parser.add_argument("--partial", action="store_true",
-                        help="time the store in --dir as it stands, an unfinished build (stop the build first)")
-    args = parser.parse_args(argv)
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log lines between the figures
-    if args.partial:
-        info = _partial(args.dir)
-        print(f"store (unfinished build of {info['of']:,}): {info['crashes']:,} crashes over the newest "
-              f"{info['days_done']} of {info['days']} days, saved in {info['build_seconds']} s "
-              f"({info['build_rate']:,} crashes/s)")
-    else:
-        info = build(args.dir, args.crashes, args.days, args.seed)
-        print(f"store: {info['crashes']:,} crashes over {info['days']} days, built in {info['build_seconds']} s "
-              f"({info['build_rate']:,} crashes/s)")
-    today = datetime.now(timezone.utc).date()
-    last_day = datetime.fromisoformat(info["first_day"]).date() + timedelta(days=info["days"] - 1)
-    if last_day != today:
-        print(f"note: the store ends on {last_day}, the pages read the days up to today ({today})")
-    with open_store(f"embedded://{args.dir}") as store:
-        app = create_app(store).test_client()
-        top = app.get("/api/topcrashers?days=7").get_json()["signatures"]
-        # the generator's least likely name: a few dozen crashes in a 1 M store
-        first, rare = top[0]["signature"], signature_names(SIGNATURES, random.Random(args.seed))[-1]
-        crash = app.get("/api/signature?" + urllib.parse.urlencode({"signature": first})).get_json()["crashes"][0]["crash_id"]
-        top_sig, rare_sig = (urllib.parse.urlencode({"signature": name}) for name in (first, rare))
-        fifth = top_sig  # page 5: follow the "older" cursor four times (pages go by cursor)
-        for _ in range(4):
-            older = app.get(f"/api/signature?{fifth}").get_json().get("older")
-            if older:
-                fifth = urllib.parse.urlencode({"signature": first, "before": older})
-        # (path, is it one the 100 ms target is about)
-        paths = [("/", False), ("/topcrashers/", True), ("/topcrashers/?days=30", True),
-                 ("/topcrashers/?product=Firefox&days=7", True),
-                 ("/topcrashers/?product=Firefox&version=120.0.1&os=Windows+NT", True),
-                 (f"/signature/?{top_sig}", True), (f"/signature/?{rare_sig}", True),
-                 (f"/signature/?{fifth}", True), (f"/report/index/{crash}", False),
-                 ("/api/topcrashers?days=7", True), (f"/api/signature?{top_sig}", True),
-                 (f"/api/report/{crash}", False), ("/api/queue", False)]
-        server = make_web_server(store, "127.0.0.1", 0)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        base = f"http://127.0.0.1:{server.server_port}"
-        print(f"top signature: {first!r}; rare signature: {rare!r}")
-        print(f"{'page':<58} {'in-process p50/p95 ms':>21} {'socket p50/p95 ms':>18}  target  backend calls")
-        misses = 0
+def _paths(app, seed, signatures):
+    """The pages to time: ``[(path, targeted)]`` (targeted: one the issue's targets are about)."""
+    top = app.get("/api/topcrashers?days=7").get_json()["signatures"]
+    # the generator's least likely name: a few crashes, or none, in a 1 M store
+    first, rare = top[0]["signature"], signature_names(signatures, random.Random(seed))[-1]
+    crash = app.get("/api/signature?" + urllib.parse.urlencode({"signature": first})).get_json()["crashes"][0]["crash_id"]
+    top_sig, rare_sig = (urllib.parse.urlencode({"signature": name}) for name in (first, rare))
+    pages = {}  # page 5 and page 50: follow the "older" cursor (pages go by cursor)
+    cursor = top_sig
+    for n in range(2, 51):
+        older = app.get(f"/api/signature?{cursor}").get_json().get("older")
+        if not older:
+            break
+        cursor = urllib.parse.urlencode({"signature": first, "before": older})
+        if n in (5, 50):
+            pages[n] = cursor
+    print(f"top signature: {first!r}; rare signature: {rare!r}; signature pages reached: {sorted(pages)}")
+    paths = [("/", True), ("/topcrashers/", True), ("/topcrashers/?days=30", True),
+             ("/topcrashers/?product=Firefox&days=7", True), ("/topcrashers/?product=Firefox&days=30", True),
+             ("/topcrashers/?product=Firefox&version=120.0.1&os=Windows+NT", True),
+             ("/topcrashers/?process_type=content&days=7", True),
+             (f"/signature/?{top_sig}", True), (f"/signature/?{rare_sig}", True)]
+    paths += [(f"/signature/?{cursor}", False) for cursor in pages.values()]
+    paths += [(f"/report/index/{crash}", False), ("/api/topcrashers?days=7", True),
+              (f"/api/signature?{top_sig}", True), (f"/api/report/{crash}", False), ("/api/queue", False)]
+    return paths
+
+
+def time_pages(store, paths, requests):
+    """Print one line per page; return the number of targeted pages that miss a target."""
+    app = create_app(store).test_client()
+    server = make_web_server(store, "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_port}"
+    print(f"{'page':<58} {'in-process p50/p95 ms':>21} {'socket p50/p95 ms':>18}  target  backend calls")
+    misses = 0
+    try:
         for path, targeted in paths:
             before = collections.Counter(store.backend.calls)
-            assert app.get(path).status_code == 200, path
+            status = app.get(path).status_code
             calls = collections.Counter(store.backend.calls)
             calls.subtract(before)
-            local = _timed(lambda: app.get(path), args.requests)
-            remote = _timed(lambda: urllib.request.urlopen(base + path, timeout=60).read(), args.requests)
-            verdict = ("PASS" if max(local[0], remote[0]) <= TARGET_MS else "MISS") if targeted else ""
+            local = _timed(lambda: app.get(path), requests)
+            remote = _timed(lambda: urllib.request.urlopen(base + path, timeout=60).read(), requests)
+            ok = local[0] <= TARGET_MS and remote[0] <= SOCKET_TARGET_MS
+            verdict = ("PASS" if ok else "MISS") if targeted else ""
             misses += verdict == "MISS"
             kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(calls.items()) if n)
             shown = path if len(path) <= 58 else path[:55] + "..."
             print(f"{shown:<58} {local[0]:>9} / {local[1]:<9} {remote[0]:>7} / {remote[1]:<8}  {verdict:<6}  "
-                  f"{sum(calls.values())} ({kinds})")
+                  f"{sum(calls.values())} ({kinds}){'' if status == 200 else f' HTTP {status}'}", flush=True)
+    finally:
         server.shutdown()
         server.server_close()
-    print(f"top crashers and signature pages, median in process and over a socket, <= {TARGET_MS} ms: "
-          f"{'PASS' if not misses else f'{misses} MISS'}")
+    return misses
+
+
+FLAT_PATHS = ["/", "/topcrashers/", "/topcrashers/?days=30", "/topcrashers/?product=Firefox&days=7",
+              "/topcrashers/?product=Firefox&days=30", "/api/topcrashers?days=7"]
+
+
+def flatness(stores, labels, requests):
+    """Time the top-crashers pages on two stores, alternating request by request (so that the
+    shared machine's load falls on both alike); print each median and the ratio."""
+    apps = [create_app(s).test_client() for s in stores]
+    print(f"flatness: {labels[1]} vs {labels[0]}, median ms in process, backend calls per page")
+    worst = 0.0
+    for path in FLAT_PATHS:
+        times, calls = [[], []], []
+        for i, app in enumerate(apps):
+            before = collections.Counter(stores[i].backend.calls)
+            app.get(path)  # warm-up
+            after = collections.Counter(stores[i].backend.calls)
+            after.subtract(before)
+            calls.append(sum(after.values()))
+        for _ in range(requests):
+            for i, app in enumerate(apps):
+                t0 = time.perf_counter()
+                app.get(path)
+                times[i].append((time.perf_counter() - t0) * 1000)
+        med = [statistics.median(t) for t in times]
+        ratio = med[1] / med[0]
+        worst = max(worst, ratio)
+        print(f"  {path:<40} {labels[0]}: {med[0]:7.1f} ms ({calls[0]} calls)   {labels[1]}: {med[1]:7.1f} ms "
+              f"({calls[1]} calls)   ratio {labels[1]} / {labels[0]}: {ratio:.2f}x", flush=True)
+    print(f"flatness ({labels[1]} / {labels[0]}, worst page): {worst:.2f}x "
+          f"({'PASS' if worst <= 1.5 else 'MISS'} against 1.5x)")
+
+
+def _store_info(args, directory, url, signatures):
+    if args.partial:
+        info = bench_web_build.partial(directory)
+        print(f"store (unfinished build of {info['of']:,}): {info['crashes']:,} crashes over {info['days_done']} "
+              f"of {info['days']} days, {info['signatures']:,} names, saved in {info['build_seconds']} s "
+              f"({info['build_rate']:,} crashes/s)")
+        return info
+    info = bench_web_build.build(directory, args.crashes, args.days, args.seed, signatures, args.writers, url,
+                                 args.batch)
+    print(f"store {url or directory}: {info['crashes']:,} crashes over {info['days']} days, "
+          f"{info['signatures']:,} names, built in {info['build_seconds']} s by {info.get('writers', 1)} writers "
+          f"({info['build_rate']:,} crashes/s)")
+    return info
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dir", required=True, help="the store's directory (built once, then reused)")
+    parser.add_argument("--url", help="build on and time this store instead of embedded://DIR")
+    parser.add_argument("--crashes", type=int, default=1_000_000)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--signatures", type=int, default=DEFAULT_SIGNATURES, help="signature names drawn from")
+    parser.add_argument("--writers", type=int, default=2, help="processes saving at once (the build)")
+    parser.add_argument("--batch", type=int, default=bench_web_build.BATCH, help="crashes per save call")
+    parser.add_argument("--requests", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=26)
+    parser.add_argument("--flatness", type=int, metavar="N",
+                        help="also time the top-crashers pages against a store of the same crashes with N names")
+    parser.add_argument("--flatness-url", help="the store of --flatness (default: embedded DIR-sigN)")
+    parser.add_argument("--build-only", action="store_true", help="build, do not time")
+    parser.add_argument("--partial", action="store_true",
+                        help="time the store in --dir as it stands, an unfinished build (stop the build first)")
+    args = parser.parse_args(argv)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log lines between the figures
+    info = _store_info(args, args.dir, args.url, args.signatures)
+    if args.flatness:
+        other_dir = f"{args.dir.rstrip('/')}-sig{args.flatness}"
+        _store_info(args, other_dir, args.flatness_url, args.flatness)
+    if args.build_only:
+        return 0
+    today = datetime.now(timezone.utc).date()
+    last_day = datetime.fromisoformat(info["first_day"]).date() + timedelta(days=info["days"] - 1)
+    if last_day != today:
+        print(f"note: the store ends on {last_day}, the pages read the days up to today ({today})")
+    with open_store(args.url or f"embedded://{args.dir}") as store:
+        paths = _paths(create_app(store).test_client(), args.seed, info["signatures"])
+        misses = time_pages(store, paths, args.requests)
+        print(f"targeted pages, median <= {TARGET_MS} ms in process and <= {SOCKET_TARGET_MS} ms over a socket: "
+              f"{'PASS' if not misses else f'{misses} MISS'}")
+        if args.flatness:
+            with open_store(args.flatness_url or f"embedded://{other_dir}") as other:
+                flatness([other, store], [f"{args.flatness:,} names", f"{info['signatures']:,} names"], args.requests)
     return 0
 
 

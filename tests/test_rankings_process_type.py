@@ -144,7 +144,7 @@ def test_process_type_splits_of_the_signatures_shown_in_one_read(ranked_store):
     assert sum(counting.calls.values()) == 1
 
 
-def test_expire_deletes_the_process_type_rankings_with_their_day(backend_url):
+def test_expire_deletes_the_process_type_rankings_and_top_rows_with_their_day(backend_url):
     with open_store(backend_url, background_counters=False) as store:
         store.create_tables()
         ingest(store, make_crashes())
@@ -156,9 +156,14 @@ def test_expire_deletes_the_process_type_rankings_with_their_day(backend_url):
                 K.SIGNATURES_SEEN, start=RK.RANK_PREFIX, stop=RK.SINCE_ROW)
                 if DK.is_ranking_only(RK.parse_rank_row(row)[1])}
 
-        before = pt_days()
-        assert any(day.year == 2016 for day in before)
+        def top_days():  # the top rows rollup wrote go with their day too
+            return {RK.parse_top_row(row)[0] for row, _cells in backend.scan(
+                K.SIGNATURES_SEEN, start=RK.TOP_PREFIX, stop=RK.TOP_PREFIX + b"\xff")}
+
+        before, tops_before = pt_days(), top_days()
+        assert any(day.year == 2016 for day in before) and any(day.year == 2016 for day in tops_before)
         report = expiry.run_expire(backend, now="2017-06-15T00:00:00Z")
         assert report["ranking_rows"] > 0
-        after = pt_days()
+        after, tops_after = pt_days(), top_days()
         assert after and all(day.year == 2017 for day in after) and after < before
+        assert tops_after and all(day.year == 2017 for day in tops_after) and tops_after < tops_before

@@ -106,7 +106,7 @@ class _Period:
         return self.lower.get(row, 0) + self.missing(row)
 
 
-def read_top(backend, periods, key=None, limit=50, top_min_days=TOP_MIN_DAYS):
+def read_top(backend, periods, key=None, limit=50, top_min_days=None):
     """The top ``limit`` of the first period of ``periods`` ([days, previous days]), exactly as
     the full ranking rows give them, read from the closed days' top rows (module docstring).
 
@@ -123,7 +123,7 @@ def read_top(backend, periods, key=None, limit=50, top_min_days=TOP_MIN_DAYS):
     if not RK.ranked_key(key):
         return None
     now_days, then_days = (list(days) for days in periods)
-    if len(now_days) < top_min_days:
+    if len(now_days) < (TOP_MIN_DAYS if top_min_days is None else top_min_days):
         return _from_full(backend, now_days, then_days, key, limit)
     found = backend.get_rows(K.SIGNATURES_SEEN, [RK.SINCE_ROW] + [RK.top_row(d, key) for d in now_days + then_days])
     since = found.get(RK.SINCE_ROW, {}).get(RK.COL_SINCE)

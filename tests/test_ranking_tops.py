@@ -1,0 +1,191 @@
+"""Top rows (issue 33, part 1's bound): a multi-day top-crashers report reads each closed day's
+top K signatures, not every signature of every day, and gives exactly what the full rows give.
+
+The ranking rows are written directly (a day of many signatures without saving its crashes),
+the top rows by the roll-up's own writer; each report is compared with the one the full rows
+give, and the cells it read are counted (never time).
+"""
+
+import random
+from datetime import date, timedelta
+
+import pytest
+from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+
+from socorro_store import open_store
+from socorro_store.backends import RowMutation
+from socorro_store.crashstore import rankings, reports
+from socorro_store.jobs import ranking, rollup
+from socorro_store.schema import dimension_keys as DK
+from socorro_store.schema import keys as K
+from socorro_store.schema import ranking_keys as RK
+
+FIRST = date(2016, 9, 1)
+LIMIT = 10
+
+
+class CellCounting:
+    """The backend, counting the calls to ``get_rows``/``scan`` and the cells they return."""
+
+    def __init__(self, backend):
+        self._backend, self.calls, self.cells = backend, 0, 0
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def get_rows(self, table, rows, *args, **kwargs):
+        found = self._backend.get_rows(table, rows, *args, **kwargs)
+        self.calls += 1
+        self.cells += sum(len(cells) for cells in found.values())
+        return found
+
+    def scan(self, table, *args, **kwargs):
+        self.calls += 1
+        for row, cells in self._backend.scan(table, *args, **kwargs):
+            self.cells += len(cells)
+            yield row, cells
+
+
+def _write_days(backend, days, k, key=None, rolled=None):
+    """Write each day's ``{signature: n}`` as its ranking row, and the top row of the days in
+    ``rolled`` (default every day) as the roll-up writes it, keeping ``k`` signatures."""
+    rolled = set(days) if rolled is None else rolled
+    mutations = [RowMutation(RK.SINCE_ROW, RK.since_cells(RK.FIRST_DAY))]
+    for day, counts in days.items():
+        mutations.append(RowMutation(RK.rank_row(day, key), {RK.rank_column(K.signature_row(s)): K.encode_counter(n)
+                                                              for s, n in counts.items()}))
+    backend.mutate_rows(K.SIGNATURES_SEEN, mutations)
+    for day in rolled:
+        ranking.write_top_rows(backend, day, {RK.rank_row(day, key): RK.top_cells(
+            {K.signature_row(s): n for s, n in days[day].items()}, k)})
+
+
+def _full(backend, now_days, then_days, key=None, limit=LIMIT):
+    return rankings._from_full(backend, now_days, then_days, key, limit)
+
+
+def _skewed(rng, day_index, signatures=300):
+    """A few signatures crash a lot, most a little (Zipf-like), shuffled a bit each day."""
+    return {f"sig{i}": max(1, int(5000 / (i + 1) ** 1.2) + rng.randrange(3)) for i in range(signatures)
+            if rng.random() < 0.9 or i < 20}
+
+
+def _flat(rng, day_index, signatures=300):
+    """Every signature crashes about as often: no top K proves anything."""
+    return {f"sig{i}": 5 + rng.randrange(3) for i in range(signatures)}
+
+
+def _periods(days):
+    now = [FIRST + timedelta(days=7 + d) for d in range(days)]
+    return now, [d - timedelta(days=days) for d in now]
+
+
+@pytest.fixture
+def backend(embedded_url):
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        yield store.backend
+
+
+def test_a_skewed_month_is_proven_from_the_top_rows_and_reads_a_fraction_of_the_cells(backend):
+    rng = random.Random(33)
+    now_days, then_days = _periods(7)
+    days = {day: _skewed(rng, i) for i, day in enumerate(then_days + now_days)}
+    _write_days(backend, days, k=40)
+    full_counting, top_counting = CellCounting(backend), CellCounting(backend)
+    expected = _full(full_counting, now_days, then_days)
+    assert rankings.read_top(top_counting, [now_days, then_days], limit=LIMIT) == expected
+    assert len(expected[0]) == LIMIT and expected[2]  # the top 10, and their previous ranks
+    assert full_counting.cells > 14 * 250  # every signature of every day
+    # the top rows (40 + 2 cells a day) and the candidates' exact cells: a fraction
+    assert top_counting.cells <= 14 * 42 + 14 * 3 * LIMIT and top_counting.calls <= 4
+    assert top_counting.cells * 4 < full_counting.cells
+
+
+def test_a_flat_distribution_falls_back_to_the_full_rows_and_agrees(backend):
+    rng = random.Random(34)
+    now_days, then_days = _periods(7)
+    days = {day: _flat(rng, i) for i, day in enumerate(then_days + now_days)}
+    _write_days(backend, days, k=20)
+    counting = CellCounting(backend)
+    assert rankings.read_top(counting, [now_days, then_days], limit=LIMIT) == _full(backend, now_days, then_days)
+    # nothing proven: the top rows, then the full rows
+    assert counting.cells >= 14 * 300
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_periods_agree_with_the_full_rows(backend, seed):
+    """Mixed shapes: skewed and flat days, an open day (no top row), ties, days with no crash,
+    a signature only in the previous period: the top 10, their counts, the total and the
+    previous ranks are those of the full rows."""
+    rng = random.Random(seed)
+    length = rng.choice([2, 3, 7, 12])
+    now_days, then_days = _periods(length)
+    days = {}
+    for i, day in enumerate(then_days + now_days):
+        shape = rng.choice([_skewed, _flat, lambda r, i: {}, lambda r, i: {f"sig{j}": r.choice([1, 2, 50])
+                                                                           for j in range(r.randrange(1, 80))}])
+        days[day] = shape(rng, i)
+    open_days = {now_days[-1]} if rng.random() < 0.7 else set()
+    _write_days(backend, days, k=rng.choice([3, 10, 25]), rolled=set(days) - open_days)
+    expected = _full(backend, now_days, then_days)
+    assert rankings.read_top(backend, [now_days, then_days], limit=LIMIT) == expected
+
+
+def test_a_report_of_days_reads_the_top_rows_and_matches_the_scan(backend, monkeypatch):
+    """top_signatures over 7 days: the same report from the top rows as from the full rows."""
+    rng = random.Random(35)
+    now_days, then_days = _periods(7)
+    days = {day: _skewed(rng, i) for i, day in enumerate(then_days + now_days)}
+    _write_days(backend, days, k=30, rolled=set(days) - {now_days[-1]})
+    start = BASE_TIME.replace(year=2016, month=9, day=now_days[0].day, hour=0, minute=0, second=0, microsecond=0)
+    end = start + timedelta(days=7)
+    counting = CellCounting(backend)
+    from_tops = reports.top_signatures(counting, start, end, limit=LIMIT)
+    monkeypatch.setattr(rankings, "TOP_MIN_DAYS", 10 ** 6)
+    full_counting = CellCounting(backend)
+    from_full = reports.top_signatures(full_counting, start, end, limit=LIMIT)
+    assert from_tops == from_full and from_tops["total"] == sum(sum(days[d].values()) for d in now_days)
+    assert counting.cells * 3 < full_counting.cells
+
+
+def test_bad_limits_are_refused(backend):
+    from socorro_store.errors import InvalidArgument
+
+    for bad in (0, -1, "5", True, 2.5):
+        with pytest.raises(InvalidArgument):
+            rankings.read_top(backend, _periods(3), limit=bad)
+
+
+def test_top_cells_parse_back():
+    counts = {K.signature_row(f"s{i}"): n for i, n in enumerate([9, 7, 7, 3, 1])}
+    kept, kth, total = RK.parse_top_cells(RK.top_cells(counts, 3))
+    assert kept == {b"s0": 9, b"s1": 7, b"s2": 7} and kth == 7 and total == 27
+    assert RK.parse_top_cells(RK.top_cells(counts, 5)) == (counts, 0, 27)  # all kept: nothing unseen
+    assert RK.parse_top_row(RK.top_row(FIRST, RK.product_key("Fire fox"))) == (FIRST, RK.product_key("Fire fox"))
+
+
+def test_rollup_writes_the_top_rows_and_rewrites_a_corrupted_one(embedded_url, monkeypatch):
+    monkeypatch.setattr(RK, "TOP_K", 2)
+    day = BASE_TIME.replace(hour=0, minute=0, second=0, microsecond=0)
+    with open_store(embedded_url, background_counters=False) as store:
+        store.create_tables()
+        i = 0
+        for signature, n in (("a::A", 4), ("b::B", 3), ("c::C", 2), ("d::D", 1)):
+            for _ in range(n):
+                cid = crash_id(K.SALTS[i % 16], day, random.Random(i))
+                store.save_raw_crash(raw_crash(cid, day + timedelta(minutes=i), ProcessType="content"), {}, cid)
+                store.save_processed(processed(cid, signature=signature, product="Firefox"))
+                i += 1
+        store.flush_counters()
+        backend = store.backend
+        rollup.run_rollup(backend, until=day + timedelta(days=1), grace_s=0)
+        top = RK.top_row(day.date())
+        expected = RK.top_cells({b"a::A": 4, b"b::B": 3, b"c::C": 2, b"d::D": 1}, 2)
+        for key in (None, RK.product_key("Firefox"), DK.process_type_key("content")):
+            assert backend.get_row(K.SIGNATURES_SEEN, RK.top_row(day.date(), key)) == expected
+        assert RK.parse_top_cells(expected)[1:] == (3, 10)
+        backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(top, {RK.rank_column(b"zz"): K.encode_counter(99)},
+                                                            deletes=[RK.COL_KTH])])
+        again = rollup.run_rollup(backend, until=day + timedelta(days=1), grace_s=0)
+        assert backend.get_row(K.SIGNATURES_SEEN, top) == expected and "rankings" not in again["drift"]

@@ -167,3 +167,19 @@ def test_expire_deletes_the_process_type_rankings_and_top_rows_with_their_day(ba
         after, tops_after = pt_days(), top_days()
         assert after and all(day.year == 2017 for day in after) and after < before
         assert tops_after and all(day.year == 2017 for day in tops_after) and tops_after < tops_before
+
+
+def test_the_cli_top_command_filters_by_process_type(embedded_url):
+    import json  # noqa: PLC0415
+
+    from cli_helpers import fails, ok, run  # noqa: PLC0415
+
+    with open_store(embedded_url, background_counters=False) as store:
+        store.create_tables()
+        _ingest(store)
+    day = DAY.date().isoformat()
+    report = json.loads(ok(run(embedded_url, "signatures", "top", "--day", day, "--process-type", "content", "--json")))
+    assert [(s["signature"], s["count"]) for s in report["signatures"]] == _expected("content")
+    assert "filter: process_type gpu" in ok(run(embedded_url, "signatures", "top", "--day", day, "--process-type", "gpu"))
+    assert "combines with no product" in fails(run(embedded_url, "signatures", "top", "--day", day,
+                                                    "--process-type", "gpu", "--product", "Firefox"), 2)

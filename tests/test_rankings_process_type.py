@@ -180,6 +180,7 @@ def test_the_cli_top_command_filters_by_process_type(embedded_url):
     day = DAY.date().isoformat()
     report = json.loads(ok(run(embedded_url, "signatures", "top", "--day", day, "--process-type", "content", "--json")))
     assert [(s["signature"], s["count"]) for s in report["signatures"]] == _expected("content")
-    assert "filter: process_type gpu" in ok(run(embedded_url, "signatures", "top", "--day", day, "--process-type", "gpu"))
+    text = ok(run(embedded_url, "signatures", "top", "--day", day, "--process-type", "gpu"))
+    assert "filter: process_type gpu" in text
     assert "combines with no product" in fails(run(embedded_url, "signatures", "top", "--day", day,
                                                     "--process-type", "gpu", "--product", "Firefox"), 2)

@@ -16,12 +16,12 @@ A closed day's ranking rows also have a compact **top row**, written by ``rollup
 signature left out has at most that many) and its total, so a report of many days reads ``K``
 cells a day instead of every signature (:mod:`socorro_store.crashstore.rankings`)::
 
-    crash_report_signatures_seen  ~rank/top/2016-09-18              seen:<signature row> = 8-byte count (K of them)
-                                  ~rank/top/2016-09-18|p=Firefox    seen:\xffkth = K-th count (0: every signature is here)
-                                                                    seen:\xfftotal = the crashes of every signature
+    crash_report_signatures_seen  ~rank/top/2016-09-18            seen:<signature row> = 8-byte count (K of them)
+                                  ~rank/top/2016-09-18|p=Firefox  seen:\\xffkth = the K-th count (0: all here)
+                                                                  seen:\\xfftotal = crashes of every signature
 
-(the ``\xff`` qualifiers are no signature row: UTF-8 has no byte 0xff).  The top rows sort after
-``~rank/since``, so a scan of a day's ranking rows (``~rank/<day>`` to ``~rank/<day>|\xff``) does
+(the ``\\xff`` qualifiers are no signature row: UTF-8 has no byte 0xff).  The top rows sort after
+``~rank/since``, so a scan of a day's ranking rows (``~rank/<day>`` to ``~rank/<day>|\\xff``) does
 not meet them.  ``~rank/since`` is the first day whose rankings are complete (a store
 created with this version: its first day; an upgraded one: set by ``rollup --since``); a report
 reads rankings only for days from it, and scans the signature counters before.

@@ -57,10 +57,8 @@ def read_rankings(backend, periods, key=None):
     for days in periods:
         counts = {}
         for day in days:
-            for column, value in found.get(RK.rank_row(day, key), {}).items():
-                if len(value) == 8:
-                    sig_row = RK.rank_signature_row(column)
-                    counts[sig_row] = counts.get(sig_row, 0) + K.decode_counter(value)
+            for sig_row, n in RK.ranking_counts(found.get(RK.rank_row(day, key), {})).items():
+                counts[sig_row] = counts.get(sig_row, 0) + n
         out.append(counts)
     return out
 
@@ -213,7 +211,7 @@ def _full_counts(backend, days, key):
     rows = {RK.rank_row(day, key): day for day in days}
     out = {day: {} for day in days}
     for row, cells in backend.get_rows(K.SIGNATURES_SEEN, list(rows)).items():
-        out[rows[row]] = {RK.rank_signature_row(c): K.decode_counter(v) for c, v in cells.items() if len(v) == 8}
+        out[rows[row]] = RK.ranking_counts(cells)
     return out
 
 

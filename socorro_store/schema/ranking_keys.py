@@ -27,6 +27,7 @@ created with this version: its first day; an upgraded one: set by ``rollup --sin
 reads rankings only for days from it, and scans the signature counters before.
 """
 
+import struct
 from datetime import date
 
 from ..errors import InvalidArgument
@@ -45,6 +46,7 @@ TOP_PREFIX = RANK_PREFIX + b"top/"
 TOP_K = 1000
 COL_KTH = b"seen:\xffkth"
 COL_TOTAL = b"seen:\xfftotal"
+_UNPACK = struct.Struct(">q").unpack  # an 8-byte counter cell, as keys.decode_counter reads it
 
 
 def rank_row(day, key=None):
@@ -128,13 +130,18 @@ def top_cells(counts, k=None):
             COL_KTH: encode_counter(kth), COL_TOTAL: encode_counter(sum(n for n, _row in order))}
 
 
+def ranking_counts(cells):
+    """``{signature row: n}`` of a ranking row's (or a top row's) cells: every 8-byte
+    ``seen:<signature row>`` cell (a top row's ``\\xff`` cells left out).  The inverse of
+    :func:`rank_column` over a whole row, in one pass: a month's report decodes ~100 k cells."""
+    unpack = _UNPACK
+    return {column[5:]: unpack(value)[0] for column, value in cells.items()
+            if len(value) == 8 and column[:5] == b"seen:" and column[5:6] != b"\xff"}
+
+
 def parse_top_cells(cells):
     """Inverse of :func:`top_cells`: ``({signature row: n}, k-th count, total)``."""
-    counts = {}
-    for column, value in cells.items():
-        if column not in (COL_KTH, COL_TOTAL) and len(value) == 8:
-            counts[rank_signature_row(column)] = decode_counter(value)
-    return counts, _decode(cells.get(COL_KTH)), _decode(cells.get(COL_TOTAL))
+    return ranking_counts(cells), _decode(cells.get(COL_KTH)), _decode(cells.get(COL_TOTAL))
 
 
 def _decode(value):

@@ -86,7 +86,10 @@ def _writer(url, first_day, days, seed, signatures, batch, done_q, stop_event):
                     if stop_event.is_set():
                         return  # closing the store sends the counters it holds
                 store.flush_counters()
-                done_q.put((d, count, time.perf_counter() - t0))
+                # the buffer's background flusher drops a failed flush silently (``lost``, no log):
+                # say it, so that a build needing ``rollup`` to repair its counters is seen to
+                buffer = getattr(store.live_counters, "buffer", None)
+                done_q.put((d, count, time.perf_counter() - t0, getattr(buffer, "lost", 0)))
     finally:
         done_q.put(None)
 
@@ -140,7 +143,7 @@ def build(directory, crashes, days, seed, signatures, writers=2, url=None, batch
             if item is None:
                 running -= 1
                 continue
-            d, n, _secs = item
+            d, n, _secs, lost = item
             state["done"].append(d)
             done_count, saved_here = done_count + n, saved_here + n
             elapsed = time.perf_counter() - started
@@ -149,8 +152,9 @@ def build(directory, crashes, days, seed, signatures, writers=2, url=None, batch
             rate = saved_here / elapsed
             left = (crashes - done_count) / rate if rate else 0
             print(f"  {(first_day + timedelta(days=d)).date()} ({len(state['done'])}/{days} days, {len(procs)} writers): "
-                  f"{done_count:,} / {crashes:,} crashes saved ({rate:,.0f} crashes/s; about {left / 60:,.0f} min left)",
-                  file=sys.stderr, flush=True)
+                  f"{done_count:,} / {crashes:,} crashes saved ({rate:,.0f} crashes/s; about {left / 60:,.0f} min left)"
+                  + (f"; {lost:,} counter cells lost so far by this writer: run rollup --since {state['first_day']}"
+                     if lost else ""), file=sys.stderr, flush=True)
     finally:
         for p in procs:
             p.join()

@@ -228,11 +228,12 @@ def spawn_writer(url, seed, start, count, ack_path, process_every=0, flush_ms=No
     return spawn("writer", url, seed, start, count, ack_path, process_every, flush_ms or 0)
 
 
-def wait_for_acks(path, n, proc, timeout=60):
-    """Wait until ``path`` holds ``n`` save acknowledgements (or the child exits)."""
+def wait_for_acks(path, n, proc, timeout=60, kind="S"):
+    """Wait until ``path`` holds ``n`` acknowledgements of ``kind`` (``S`` saves, ``P`` processed
+    saves), or the child exits."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if len(read_acks(path)["S"]) >= n or proc.poll() is not None:
+        if len(read_acks(path)[kind]) >= n or proc.poll() is not None:
             return
         time.sleep(0.01)
 
@@ -510,6 +511,10 @@ def server_kill_trial(url, kill_server, restart_server, workdir, seed, count=400
         procs.append(spawn("processor", client_url, path, os.path.join(str(workdir), "never"), 20))
         proc_paths.append(path)
     wait_for_acks(save_paths[0], rng.randrange(10, 40), procs[0])
+    # and the processors have started processing (a processor child starts slower than the writers
+    # save, and sees the queue counters up to a counter send later): the kill lands mid-processing
+    for path, proc in zip(proc_paths, procs[writers:]):
+        wait_for_acks(path, 1, proc, kind="P")
     time.sleep(rng.uniform(0, 0.4))
     killed_running = all(p.poll() is None for p in procs)
     kill_server()

@@ -54,7 +54,7 @@ _OPTIONS = {
 _DEFAULTS = {
     "embedded": {"sync": "normal"},
     "hbase": {"api": "thrift1", "transport": "buffered", "protocol": "binary", "table_prefix": None,
-              "pool_size": 16, "timeout_ms": 30000, "retries": 3, "max_frame_mb": None},
+              "pool_size": 4, "timeout_ms": 30000, "retries": 3, "max_frame_mb": None},
     "bigtable": {"app_profile": None},
 }
 

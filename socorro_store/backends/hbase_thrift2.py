@@ -101,7 +101,7 @@ class HBaseThrift2Backend(Thrift2Admin, Backend):
     atomic_check_and_put = True
 
     def __init__(self, host="localhost", port=9090, transport="buffered", protocol="binary",
-                 table_prefix=None, pool_size=16, timeout_ms=30000, retries=3, backoff_s=0.05,
+                 table_prefix=None, pool_size=4, timeout_ms=30000, retries=3, backoff_s=0.05,
                  max_frame_mb=None, servers=None):
         """``servers``: every Thrift2 server of the HBase (``[(host, port)]`` or ``"h1:p1,h2:p2"``),
         spread over and failed over (:mod:`.hbase_servers`); default ``[(host, port)]``."""

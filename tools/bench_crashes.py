@@ -25,6 +25,9 @@ Like is compared with like: every ratio is labelled with both of its modes.
       ``save_processed_crashes`` of --batch crashes per call
   c1  bare limit, one crash per call: only the crash row (raw put, processed put)
   c2  bare limit, batched: the same puts, --batch rows per call
+  pc  bare limit in production shape: the same T + T threads writing only those two puts, the
+      crash ids handed over in memory (no queue, indexes, counters or checks): the most any
+      design of the lifecycle could do on this machine and server (not in the default --modes)
 
 Every crash here is an accepted one (``legacy_processing`` 0): those are what Socorro's
 processor read (its legacy queue), so ours and Socorro's modes process the same N crashes.
@@ -49,6 +52,7 @@ free cores by their CPU, and a run where nothing is busy by round trips.
 import argparse
 import json
 import multiprocessing
+import queue
 import sys
 import tempfile
 import threading
@@ -77,8 +81,9 @@ from socorro_store.schema import keys as K
 
 DAY = datetime(2016, 9, 18, tzinfo=timezone.utc).date()
 SECONDS_PER_CRASH = 86400 / 3_000_000
-ALL_MODES = ("p", "pb", "a1", "b", "a2", "c1", "c2")
-RATIOS = [("p", "pb"), ("a1", "b"), ("a2", "b"), ("a2", "c2"), ("a2", "c1"), ("a1", "c1"), ("p", "c1"),
+ALL_MODES = ("p", "pb", "a1", "b", "a2", "c1", "c2", "pc")
+DEFAULT_MODES = ALL_MODES[:-1]
+RATIOS = [("p", "pb"), ("pc", "pb"), ("p", "pc"), ("p~t2", "pc"), ("a1", "b"), ("a2", "b"), ("a2", "c2"), ("a2", "c1"), ("a1", "c1"), ("p", "c1"),
           ("p~t2", "pb"), ("a1~t2", "b"), ("a2~t2", "b"), ("p~t2", "p")]
 #: the modes of this store that also run on HBase's Thrift2 server (``--thrift2``), as ``MODE~t2``;
 #: the baselines stay on Thrift1, the API Socorro's code used
@@ -280,8 +285,31 @@ def mode_pb(store, data, threads, timings):
     return shape.run()
 
 
+def mode_pc(store, data, threads, timings):
+    """The bare limit in production shape: the same threads write only the crash row (the
+    collector's raw put, the processor's processed put), handed over through an in-memory queue:
+    no queue tables, no indexes, no counters, no checks."""
+    backend, handed = store.backend, queue.SimpleQueue()
+
+    def save_raw(raw, dumps, cid):
+        backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cid), crash_row_puts(raw, dumps, cid))])
+        handed.put(cid)
+
+    def next_batch(_n):
+        try:
+            return iter([handed.get_nowait()])
+        except queue.Empty:
+            return iter([])
+
+    def save_processed(processed):
+        _sig, puts = processed_puts(processed)
+        backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(processed["uuid"]), puts)])
+
+    return ProductionShape(data, threads, timings, save_raw, next_batch, save_processed).run()
+
+
 SEQUENTIAL = {"a1": mode_a1, "b": mode_b, "a2": mode_a2, "c1": mode_c1, "c2": mode_c2}
-THREADED = {"p": mode_p, "pb": mode_pb}
+THREADED = {"p": mode_p, "pb": mode_pb, "pc": mode_pc}
 
 
 def bench_data(n, dump_kb, seed):
@@ -427,7 +455,7 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=100, help="chunk for a1/b, batch for a2/c2")
     parser.add_argument("--threads", type=int, default=8, help="collector and processor threads (p, pb)")
     parser.add_argument("--shapes", default="0,150", help="average dump KB per shape, comma-separated")
-    parser.add_argument("--modes", default=",".join(ALL_MODES))
+    parser.add_argument("--modes", default=",".join(DEFAULT_MODES))
     parser.add_argument("--lanes", default=None, metavar="N[,N...]",
                         help="group lanes of the store (default: the store's); several: mode p runs once per "
                              "count, the first as p, the others as p@N")

@@ -66,16 +66,48 @@ def test_a_day_is_ranked_in_one_read_and_agrees_with_the_scan(store):
     assert _scanned(store) == ((ranked, total), 1)
 
 
-def test_hours_and_other_filters_scan(embedded_url):
+def test_hours_and_an_os_without_its_product_scan(embedded_url):
     with open_store(embedded_url) as store:
         store.create_tables()
-        _ingest(store)
+        _ingest_versions(store)
         counting = CountingScans(store.backend)
         store.backend = counting
         hours = store.top_signatures(DAY, DAY + timedelta(hours=2))
-        versioned = store.top_signatures(DAY, DAY + timedelta(days=1), product="Firefox", version="120.0")
+        by_os = store.top_signatures(DAY, DAY + timedelta(days=1), os="Linux")
         store.backend = counting._backend
-        assert counting.scans == 2 and hours["total"] == 10 and versioned["total"] == 10
+        assert counting.scans == 2 and hours["total"] == 24 and by_os["total"] == 10
+
+
+def _ingest_versions(store):
+    """Crashes of two versions and two OSes of Firefox, and of another product."""
+    shapes = [("js::GC", "120.0", "Windows NT", 4), ("js::GC", "121.0", "Linux", 1), ("nsFoo::Bar", "121.0", "Windows NT", 3),
+              ("nsFoo::Bar", "120.0", "Linux", 2), ("mozalloc_abort | small", "120.0", "Linux", 2)]
+    i = 0
+    for signature, version, os_name, n in shapes:
+        for _ in range(n):
+            for product in ("Firefox", "Thunderbird"):
+                cid = crash_id("0123456789abcdef"[i % 16], DAY, random.Random(i))
+                store.save_raw_crash(raw_crash(cid, DAY + timedelta(minutes=i), ProductName=product, Version=version), {}, cid)
+                store.save_processed(processed(cid, signature=signature, product=product, version=version, os_name=os_name))
+                i += 1
+    store.flush_counters()
+
+
+@pytest.mark.parametrize("filters", [{"version": "120.0"}, {"os": "Linux"}, {"version": "121.0", "os": "Windows NT"},
+                                     {"version": "121.0", "os": "Mac OS X"}])
+def test_a_product_s_version_and_os_are_ranked_in_one_read(embedded_url, filters):
+    """A product with a version, an OS or both has its daily ranking (``|pv=``, ``|po=``,
+    ``|pvo=``): no scan, and the same report as the scan of the signature counters gives."""
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        _ingest_versions(store)
+        ranked, scans = _scanned(store, product="Firefox", **filters)
+        assert scans == 0
+        store.backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(RK.SINCE_ROW, delete_row=True)])
+        assert _scanned(store, product="Firefox", **filters) == (ranked, 1)
+    expected = {"120.0": 8, "Linux": 5, ("121.0", "Windows NT"): 3, ("121.0", "Mac OS X"): 0}
+    want = expected[tuple(filters.values()) if len(filters) == 2 else next(iter(filters.values()))]
+    assert ranked[1] == want and sum(n for _s, n in ranked[0]) == want
 
 
 def test_a_reprocessing_moves_its_crash_in_the_ranking(embedded_url):
@@ -102,7 +134,8 @@ def test_an_upgraded_store_ranks_once_rollup_recomputed_its_days(embedded_url):
         assert scans == 1 and total == 10
         report = rollup.run_rollup(store.backend, until=DAY + timedelta(days=1), grace_s=0,
                                    since=DAY.strftime("%Y-%m-%d"))
-        assert report["drift"] == {"rankings": 9}  # 3 signatures in the day's ranking, Firefox's and the parent process's
+        # 3 signatures in 6 rankings: the day's, Firefox's, its version's, OS's and both's, and the parent process's
+        assert report["drift"] == {"rankings": 18}
         assert _scanned(store) == ((scanned, total), 0)
         # a rerun finds them exact
         again = rollup.run_rollup(store.backend, until=DAY + timedelta(days=1), grace_s=0,

@@ -39,8 +39,10 @@ RANK_PREFIX = b"~rank/"
 FIRST_DAY = date(2000, 1, 1)
 SINCE_ROW = RANK_PREFIX + b"since"
 COL_SINCE = b"seen:day"
-#: the dimension kinds a ranking is kept for (besides all crashes)
-RANKED_KINDS = ("p", "pt")
+#: the dimension kinds a ranking is kept for (besides all crashes): a product, and under it a
+#: version, an OS or both (crash-stats' top-crashers filters: every one but an OS without its
+#: product), and a process type
+RANKED_KINDS = ("p", "pv", "po", "pvo", "pt")
 TOP_PREFIX = RANK_PREFIX + b"top/"
 #: signatures kept in a day's top row: a 30-day report reads at most 60 x TOP_K of them
 TOP_K = 1000

@@ -2,9 +2,15 @@
 
 from jobs_helpers import UNTIL, expected_counters, ingest, live_counters, make_crashes
 
+import logging
+import threading
+
 from socorro_store import open_store
-from socorro_store.errors import InvalidArgument
+from socorro_store.backends.base import Increment
+from socorro_store.crashstore.counters import LiveCounters
+from socorro_store.errors import BackendUnavailable, InvalidArgument
 from socorro_store.jobs.rollup import run_rollup
+from socorro_store.schema import keys as K
 
 
 def test_increments_are_held_then_flushed_as_one_call(embedded_url):
@@ -45,6 +51,35 @@ def test_background_flush(embedded_url):
         assert store.live_counters.buffer._pending == {}
         metrics, _sigs = live_counters(store.backend)
         assert metrics
+
+
+class RefusingBackend:
+    """A backend whose increments fail (the flusher's call), signalling each attempt."""
+
+    def __init__(self):
+        self.attempts = threading.Event()
+
+    def increment_many(self, increments):
+        self.attempts.set()
+        raise BackendUnavailable("the backend went away")
+
+
+def test_a_failed_background_flush_is_logged_and_tallied(caplog):
+    """The flusher thread has no caller to raise to: a failed flush is a warning in the log and
+    cells in ``live_counters.failures``, as a failed unbuffered send is."""
+    backend = RefusingBackend()
+    live = LiveCounters(backend, flush_ms=10)
+    try:
+        with caplog.at_level(logging.WARNING, logger="socorro_store.crashstore.counters"):
+            live.send([Increment(K.METRICS, b"2016-12-31T10", b"counters:x", 1),
+                       Increment(K.METRICS, b"2016-12-31T11", b"counters:x", 2)])
+            assert backend.attempts.wait(10)
+            live.buffer._stop.set()
+            live.buffer._thread.join()
+    finally:
+        live.buffer._stop.set()
+    assert live.buffer.lost == 2 and live.failures["increments"] == 2
+    assert any("2 cells failed" in r.getMessage() for r in caplog.records)
 
 
 def test_lost_buffer_is_repaired_by_rollup(embedded_url):

@@ -356,14 +356,17 @@ class CounterBuffer:
     Loss window: increments not yet flushed when the process dies (at most ``flush_ms`` of them),
     and a flush whose call fails ambiguously (never replayed, since increments are not
     idempotent).  Crash rows and pointers are never buffered, so the next ``rollup`` recomputes
-    every lost count from them.  ``lost`` counts the increments of failed flushes.
+    every lost count from them.  ``lost`` counts the increments of failed flushes, and each
+    failed flush is reported to ``on_failure(cells, exc)`` (default: a warning in the log): the
+    background thread's flushes have no caller to raise to.
     """
 
-    def __init__(self, backend, flush_ms):
+    def __init__(self, backend, flush_ms, on_failure=None):
         if not is_int(flush_ms) or flush_ms < 1:
             raise InvalidArgument("counter_flush_ms must be a positive int")
         self.backend = backend
         self.flush_s = flush_ms / 1000
+        self.on_failure = on_failure or _log_lost_flush
         self.lost = 0
         self._pending = {}
         self._lock = threading.Lock()
@@ -388,8 +391,9 @@ class CounterBuffer:
                 return 0
             try:
                 self.backend.increment_many(batch)
-            except Exception:
+            except Exception as exc:
                 self.lost += len(batch)
+                self.on_failure(len(batch), exc)
                 raise
             return len(batch)
 
@@ -398,7 +402,7 @@ class CounterBuffer:
             try:
                 self.flush()
             except Exception:  # noqa: BLE001 - the flusher must outlive any failed flush
-                pass  # counted in ``lost``; the next rollup repairs the counters
+                pass  # reported by flush (``on_failure``); the next rollup repairs the counters
 
     def close(self):
         """Stop the flusher and flush what is left (write, then acknowledge)."""
@@ -406,6 +410,10 @@ class CounterBuffer:
             self._stop.set()
             self._thread.join()
         self.flush()
+
+
+def _log_lost_flush(cells, exc):
+    log.warning("a counter flush of %d cells failed (the next rollup repairs them): %s", cells, exc)
 
 
 class LiveCounters:
@@ -416,7 +424,8 @@ class LiveCounters:
     :class:`~.counter_sender.CounterSender` (coalesced, sent by a thread: the save does not wait
     for them; :meth:`settle` waits); else they are sent in the caller's thread, through a
     :class:`CounterBuffer` when ``flush_ms`` is given.  A backend failure here is logged and
-    tallied in :attr:`failures` (``"increments"``: cells not counted, ``"detections"``: failed
+    tallied in :attr:`failures` (``"increments"``: cells not counted, a failed buffer flush's
+    too, ``"detections"``: failed
     hang-pair or first-seen checks), never raised: a caller retrying the whole save would count
     the crash twice (increments are never replayed).  ``"uncertain"``: increments of a save that
     failed where its retry cannot tell whether they are due (a raw crash row or a
@@ -428,7 +437,7 @@ class LiveCounters:
         if flush_ms is not None and background:
             raise InvalidArgument("counter_flush_ms and background counters exclude each other")
         self.backend = backend
-        self.buffer = CounterBuffer(backend, flush_ms) if flush_ms is not None else None
+        self.buffer = CounterBuffer(backend, flush_ms, self._lost_flush) if flush_ms is not None else None
         self.sender = CounterSender(self._send_jobs, gather_s=GATHER_S) if background else None
         self.failures = collections.Counter()
         self._failures_lock = threading.Lock()
@@ -461,6 +470,11 @@ class LiveCounters:
         except (BackendUnavailable, BackendError) as exc:
             self._tally("increments", len(increments))
             log.warning("counters not updated (the next rollup repairs them): %s", exc)
+
+    def _lost_flush(self, cells, exc):
+        """The buffer's report of a failed flush: tallied as ``"increments"`` like a failed send."""
+        self._tally("increments", cells)
+        _log_lost_flush(cells, exc)
 
     def settle(self):
         """Wait until the increments handed to the background sender so far are sent (a no-op

@@ -46,18 +46,21 @@ class CellCounting:
             yield row, cells
 
 
-def _write_days(backend, days, k, key=None, rolled=None):
-    """Write each day's ``{signature: n}`` as its ranking row, and the top row of the days in
-    ``rolled`` (default every day) as the roll-up writes it, keeping ``k`` signatures."""
+def _write_days(backend, days, k, key=None, rolled=None, head_k=None):
+    """Write each day's ``{signature: n}`` as its ranking row, and for the days in ``rolled``
+    (default every day) the top row keeping ``k`` signatures and, with ``head_k``, the head row
+    keeping ``head_k`` (none: a day rolled up before head rows existed)."""
     rolled = set(days) if rolled is None else rolled
     mutations = [RowMutation(RK.SINCE_ROW, RK.since_cells(RK.FIRST_DAY))]
     for day, counts in days.items():
-        mutations.append(RowMutation(RK.rank_row(day, key), {RK.rank_column(K.signature_row(s)): K.encode_counter(n)
-                                                              for s, n in counts.items()}))
+        by_sig = {K.signature_row(s): n for s, n in counts.items()}
+        mutations.append(RowMutation(RK.rank_row(day, key), {RK.rank_column(r): K.encode_counter(n)
+                                                              for r, n in by_sig.items()}))
+        if day in rolled:
+            mutations.append(RowMutation(RK.top_row(day, key), RK.top_cells(by_sig, k)))
+            if head_k is not None:
+                mutations.append(RowMutation(RK.top_row(day, key, head=True), RK.top_cells(by_sig, head_k)))
     backend.mutate_rows(K.SIGNATURES_SEEN, mutations)
-    for day in rolled:
-        ranking.write_top_rows(backend, day, {RK.rank_row(day, key): RK.top_cells(
-            {K.signature_row(s): n for s, n in days[day].items()}, k)})
 
 
 def _full(backend, now_days, then_days, key=None, limit=LIMIT):
@@ -87,19 +90,55 @@ def backend(embedded_url):
         yield store.backend
 
 
-def test_a_skewed_month_is_proven_from_the_top_rows_and_reads_a_fraction_of_the_cells(backend):
+def test_a_skewed_month_is_proven_from_the_head_rows_and_reads_a_fraction_of_the_cells(backend):
     rng = random.Random(33)
     now_days, then_days = _periods(7)
     days = {day: _skewed(rng, i) for i, day in enumerate(then_days + now_days)}
-    _write_days(backend, days, k=40)
+    _write_days(backend, days, k=150, head_k=40)
     full_counting, top_counting = CellCounting(backend), CellCounting(backend)
     expected = _full(full_counting, now_days, then_days)
     assert rankings.read_top(top_counting, [now_days, then_days], limit=LIMIT) == expected
     assert len(expected[0]) == LIMIT and expected[2]  # the top 10, and their previous ranks
     assert full_counting.cells > 14 * 250  # every signature of every day
-    # the top rows (40 + 2 cells a day) and the candidates' exact cells: a fraction
-    assert top_counting.cells <= 14 * 42 + 14 * 3 * LIMIT and top_counting.calls <= 4
+    # the head rows (40 + 2 cells a day) and the candidates' exact cells: a fraction
+    assert top_counting.cells <= 14 * 42 + 14 * 3 * LIMIT and top_counting.calls <= 3
     assert top_counting.cells * 4 < full_counting.cells
+
+
+def test_when_the_head_rows_prove_nothing_the_top_rows_are_read(backend):
+    """Head rows of 2 signatures leave the top 10 unproven; the top rows of 60 prove it."""
+    rng = random.Random(36)
+    now_days, then_days = _periods(7)
+    days = {day: _skewed(rng, i) for i, day in enumerate(then_days + now_days)}
+    _write_days(backend, days, k=60, head_k=2)
+    counting = CellCounting(backend)
+    assert rankings.read_top(counting, [now_days, then_days], limit=LIMIT) == _full(backend, now_days, then_days)
+    assert 14 * 62 <= counting.cells <= 14 * (4 + 62) + 14 * 3 * LIMIT  # the head rows, then the top rows
+
+
+def test_a_day_rolled_up_before_head_rows_is_read_from_its_top_row(backend):
+    """A store rolled up by a version writing only top rows: its closed days' top rows are read
+    (one call more), not their full rows; the last day, with no top row either, in full."""
+    rng = random.Random(37)
+    now_days, then_days = _periods(7)
+    days = {day: _skewed(rng, i) for i, day in enumerate(then_days + now_days)}
+    _write_days(backend, days, k=40, rolled=set(days) - {now_days[-1]})
+    counting = CellCounting(backend)
+    assert rankings.read_top(counting, [now_days, then_days], limit=LIMIT) == _full(backend, now_days, then_days)
+    assert counting.cells <= 13 * 42 + len(days[now_days[-1]]) + 14 * 3 * LIMIT and counting.calls <= 5
+
+
+def test_a_single_day_reads_the_previous_day_s_head_row_not_its_full_row(backend):
+    """Today's top (``/``): today's full row (open: no head row), yesterday's head row and the
+    candidates' exact cells of yesterday, not yesterday's every signature."""
+    rng = random.Random(38)
+    now_days, then_days = _periods(1)
+    days = {day: _skewed(rng, i) for i, day in enumerate(then_days + now_days)}
+    _write_days(backend, days, k=150, head_k=40, rolled=set(then_days))
+    counting = CellCounting(backend)
+    assert rankings.read_top(counting, [now_days, then_days], limit=LIMIT) == _full(backend, now_days, then_days)
+    assert counting.cells <= 42 + len(days[now_days[0]]) + 3 * LIMIT
+    assert counting.cells < len(days[now_days[0]]) + len(days[then_days[0]])
 
 
 def test_a_flat_distribution_falls_back_to_the_full_rows_and_agrees(backend):
@@ -119,7 +158,7 @@ def test_random_periods_agree_with_the_full_rows(backend, seed):
     a signature only in the previous period: the top 10, their counts, the total and the
     previous ranks are those of the full rows."""
     rng = random.Random(seed)
-    length = rng.choice([2, 3, 7, 12])
+    length = rng.choice([1, 2, 3, 7, 12])
     now_days, then_days = _periods(length)
     days = {}
     for i, day in enumerate(then_days + now_days):
@@ -127,7 +166,8 @@ def test_random_periods_agree_with_the_full_rows(backend, seed):
                                                                            for j in range(r.randrange(1, 80))}])
         days[day] = shape(rng, i)
     open_days = {now_days[-1]} if rng.random() < 0.7 else set()
-    _write_days(backend, days, k=rng.choice([3, 10, 25]), rolled=set(days) - open_days)
+    k = rng.choice([3, 10, 25])
+    _write_days(backend, days, k=k, rolled=set(days) - open_days, head_k=rng.choice([None, 1, 2, k // 2]))
     expected = _full(backend, now_days, then_days)
     assert rankings.read_top(backend, [now_days, then_days], limit=LIMIT) == expected
 
@@ -137,12 +177,12 @@ def test_a_report_of_days_reads_the_top_rows_and_matches_the_scan(backend, monke
     rng = random.Random(35)
     now_days, then_days = _periods(7)
     days = {day: _skewed(rng, i) for i, day in enumerate(then_days + now_days)}
-    _write_days(backend, days, k=30, rolled=set(days) - {now_days[-1]})
+    _write_days(backend, days, k=100, head_k=30, rolled=set(days) - {now_days[-1]})
     start = BASE_TIME.replace(year=2016, month=9, day=now_days[0].day, hour=0, minute=0, second=0, microsecond=0)
     end = start + timedelta(days=7)
     counting = CellCounting(backend)
     from_tops = reports.top_signatures(counting, start, end, limit=LIMIT)
-    monkeypatch.setattr(rankings, "TOP_MIN_DAYS", 10 ** 6)
+    monkeypatch.setattr(rankings, "read_top", lambda b, periods, key, limit: rankings._from_full(b, *periods, key, limit))
     full_counting = CellCounting(backend)
     from_full = reports.top_signatures(full_counting, start, end, limit=LIMIT)
     assert from_tops == from_full and from_tops["total"] == sum(sum(days[d].values()) for d in now_days)
@@ -162,11 +202,14 @@ def test_top_cells_parse_back():
     kept, kth, total = RK.parse_top_cells(RK.top_cells(counts, 3))
     assert kept == {b"s0": 9, b"s1": 7, b"s2": 7} and kth == 7 and total == 27
     assert RK.parse_top_cells(RK.top_cells(counts, 5)) == (counts, 0, 27)  # all kept: nothing unseen
-    assert RK.parse_top_row(RK.top_row(FIRST, RK.product_key("Fire fox"))) == (FIRST, RK.product_key("Fire fox"))
+    for head in (False, True):
+        row = RK.top_row(FIRST, RK.product_key("Fire fox"), head=head)
+        assert RK.parse_top_row(row) == (FIRST, RK.product_key("Fire fox"), head)
 
 
 def test_rollup_writes_the_top_rows_and_rewrites_a_corrupted_one(embedded_url, monkeypatch):
     monkeypatch.setattr(RK, "TOP_K", 2)
+    monkeypatch.setattr(RK, "HEAD_K", 1)
     day = BASE_TIME.replace(hour=0, minute=0, second=0, microsecond=0)
     with open_store(embedded_url, background_counters=False) as store:
         store.create_tables()
@@ -182,8 +225,10 @@ def test_rollup_writes_the_top_rows_and_rewrites_a_corrupted_one(embedded_url, m
         rollup.run_rollup(backend, until=day + timedelta(days=1), grace_s=0)
         top = RK.top_row(day.date())
         expected = RK.top_cells({b"a::A": 4, b"b::B": 3, b"c::C": 2, b"d::D": 1}, 2)
+        head = RK.top_cells({b"a::A": 4, b"b::B": 3, b"c::C": 2, b"d::D": 1}, 1)
         for key in (None, RK.product_key("Firefox"), DK.process_type_key("content")):
             assert backend.get_row(K.SIGNATURES_SEEN, RK.top_row(day.date(), key)) == expected
+            assert backend.get_row(K.SIGNATURES_SEEN, RK.top_row(day.date(), key, head=True)) == head
         assert RK.parse_top_cells(expected)[1:] == (3, 10)
         backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(top, {RK.rank_column(b"zz"): K.encode_counter(99)},
                                                             deletes=[RK.COL_KTH])])

@@ -87,7 +87,8 @@ def test_a_process_type_is_ranked_in_one_read_with_no_scan_and_no_counter_column
         assert ranked == _expected(ptype)
         assert report["total"] == sum(n for _s, n in ranked) and report["submitted"] is None
         assert sum(n for (name, table), n in counting.calls.items() if table == K.SIGNATURES) == 0  # no scan
-        assert counting.calls[("get_rows", K.SIGNATURES_SEEN)] == 1  # the period's rows and the previous ones
+        # days never rolled up: their head rows, their top rows, then their full rows (one read each)
+        assert counting.calls[("get_rows", K.SIGNATURES_SEEN)] == 3
     # "default", absent and any case are the browser; an unknown name is ##other##
     assert _top(ranked_store.backend, "Default")[0] == _top(ranked_store.backend, "parent")[0] == _expected("parent")
     assert _top(ranked_store.backend, "WeirdProcess")[1]["dimension"]["counted_as"] == {"process_type": DK.OTHER}
@@ -156,17 +157,18 @@ def test_expire_deletes_the_process_type_rankings_and_top_rows_with_their_day(ba
                 K.SIGNATURES_SEEN, start=RK.RANK_PREFIX, stop=RK.SINCE_ROW)
                 if DK.is_ranking_only(RK.parse_rank_row(row)[1])}
 
-        def top_days():  # the top rows rollup wrote go with their day too
-            return {RK.parse_top_row(row)[0] for row, _cells in backend.scan(
-                K.SIGNATURES_SEEN, start=RK.TOP_PREFIX, stop=RK.TOP_PREFIX + b"\xff")}
+        def top_days():  # the head and top rows rollup wrote go with their day too
+            return {RK.parse_top_row(row)[:3:2] for row, _cells in backend.scan(
+                K.SIGNATURES_SEEN, start=RK.HEAD_PREFIX, stop=RK.TOP_PREFIX + b"\xff")}
 
         before, tops_before = pt_days(), top_days()
-        assert any(day.year == 2016 for day in before) and any(day.year == 2016 for day in tops_before)
+        assert any(day.year == 2016 for day in before)
+        assert {(day.year, head) for day, head in tops_before} >= {(2016, True), (2016, False)}
         report = expiry.run_expire(backend, now="2017-06-15T00:00:00Z")
         assert report["ranking_rows"] > 0
         after, tops_after = pt_days(), top_days()
         assert after and all(day.year == 2017 for day in after) and after < before
-        assert tops_after and all(day.year == 2017 for day in tops_after) and tops_after < tops_before
+        assert tops_after and all(day.year == 2017 for day, _head in tops_after) and tops_after < tops_before
 
 
 def test_the_cli_top_command_filters_by_process_type(embedded_url):

@@ -1,24 +1,28 @@
 """Reading the daily rankings (:mod:`socorro_store.schema.ranking_keys`): a period's top
 crashers in one read, whatever the number of signatures the store holds.
 
-A ranking row lists the signatures of one day (for all crashes, or for one product) with their
+A ranking row lists the signatures of one day (for all crashes, or one ranked key) with their
 counts: the live counters keep it with the signature counters, ``rollup`` makes a closed day's
 exact.  :func:`read_rankings` sums the rows of a period's days in one multi-row read, when every
 day is one whose rankings are complete (from ``~rank/since`` on); otherwise it says so, and the
 report scans the signature counters as before.
 
 A period of many days would read every signature of every day (60 rows of 40 k cells for a
-30-day report and the 30 days before).  :func:`read_top` reads instead the closed days' top rows
-(``TOP_K`` signatures each, with the day's ``K``-th count; written by ``rollup``) and the full
-rows of the days with none (today), and proves the top ``limit`` by the threshold algorithm
-(Fagin's): a signature missing from a day's top row has at most that day's ``K``-th count
+30-day report and the 30 days before).  :func:`read_top` reads instead the closed days' head
+rows (``HEAD_K`` signatures each, with the day's ``K``-th count; written by ``rollup``) and the
+full rows of the days not over (today), and proves the top ``limit`` by the threshold algorithm
+(Fagin's): a signature missing from a day's head row has at most that day's ``K``-th count
 there, so its period count is bounded; when the ``limit``-th best lower bound beats the bound of
 every signature not seen, the top ``limit`` is among the signatures seen, whose exact counts are
-then read from the full rows, column-filtered to them.  When nothing is proven (a flat
-distribution) it reads the full rows, as :func:`read_rankings`.
+then read from the full rows, column-filtered to them.  When the head rows prove nothing, the
+top rows (``TOP_K`` signatures) are tried the same way, and when they prove nothing either (a
+flat distribution) the full rows are read, as :func:`read_rankings` does.  A one-day report
+(today's top, with yesterday's for the movement) reads yesterday's head row, not its every
+signature.
 """
 
 import bisect
+from datetime import datetime, timezone
 
 from ..backends.base import RowMutation
 from ..errors import InvalidArgument
@@ -63,10 +67,6 @@ def read_rankings(backend, periods, key=None):
     return out
 
 
-#: a period of fewer days reads its full rows (one read, as many cells as the top rows would be)
-TOP_MIN_DAYS = 2
-
-
 def ranked(counts):
     """``{signature row: (rank, count)}`` of ``{signature row: count}``, rank 1 = most crashes
     (ties by signature row); counts of 0 or less are not ranked."""
@@ -104,43 +104,68 @@ class _Period:
         return self.lower.get(row, 0) + self.missing(row)
 
 
-def read_top(backend, periods, key=None, limit=50, top_min_days=None):
+_NOT_PROVEN = object()
+
+
+def read_top(backend, periods, key=None, limit=50):
     """The top ``limit`` of the first period of ``periods`` ([days, previous days]), exactly as
-    the full ranking rows give them, read from the closed days' top rows (module docstring).
+    the full ranking rows give them, read from the closed days' head rows, else their top rows
+    (module docstring).
 
     Returns None when ``key`` has no ranking or a day is before the rankings are complete, else
     ``(ranks, total, previous)``: ``ranks`` ``{signature row: (rank, count)}`` of the top
     ``limit``, ``total`` the crashes of every signature in the period, ``previous`` ``{signature
-    row: (rank, count)}`` in the previous period of each of ``ranks`` that crashed then.  A
-    period shorter than ``top_min_days`` days, or one where the bound proves nothing, is read
-    from its full rows.  Reads: the top rows (and ``~rank/since``), the full rows of the days
-    with no top row, one column-filtered read of the candidates' exact counts, and one more when
-    a previous rank needs other signatures' exact counts."""
+    row: (rank, count)}`` in the previous period of each of ``ranks`` that crashed then.  Reads:
+    the head rows (and ``~rank/since``), the full rows of the days with none (today), one
+    column-filtered read of the candidates' exact counts, and one more when a previous rank
+    needs other signatures' exact counts; when the head rows prove nothing, the same from the
+    top rows; when they prove nothing either, the full rows."""
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise InvalidArgument(f"limit must be a positive int: {limit!r}")
     if not RK.ranked_key(key):
         return None
     now_days, then_days = (list(days) for days in periods)
-    if len(now_days) < (TOP_MIN_DAYS if top_min_days is None else top_min_days):
-        return _from_full(backend, now_days, then_days, key, limit)
-    found = backend.get_rows(K.SIGNATURES_SEEN, [RK.SINCE_ROW] + [RK.top_row(d, key) for d in now_days + then_days])
+    full = {}  # the full rows read: a day with no head row has no top row either
+    for head in (True, False):
+        found = _read_top_rows(backend, now_days, then_days, key, limit, head, full)
+        if found is not _NOT_PROVEN:
+            return found
+    return _from_full(backend, now_days, then_days, key, limit)
+
+
+def _read_top_rows(backend, now_days, then_days, key, limit, head, full):
+    """:func:`read_top` from the head rows (``head``) or the top rows: the answer, None (not
+    ranked), or ``_NOT_PROVEN``; ``full``: ``{day: counts}`` of the full rows read so far."""
+    days = now_days + then_days
+    today = datetime.now(timezone.utc).date()  # a day not over has no top row yet: read in full
+    rows = {RK.top_row(d, key, head=head): d for d in days if d < today}
+    unread = [d for d in days if d >= today and d not in full]
+    found = backend.get_rows(K.SIGNATURES_SEEN, [RK.SINCE_ROW] + list(rows) + [RK.rank_row(d, key) for d in unread])
     since = found.get(RK.SINCE_ROW, {}).get(RK.COL_SINCE)
-    if since is None or min(now_days + then_days) < RK.parse_since(since):
+    if since is None or min(days) < RK.parse_since(since):
         return None
-    tops = {d: RK.parse_top_cells(found[RK.top_row(d, key)]) for d in now_days + then_days
-            if RK.top_row(d, key) in found}
-    full = _full_counts(backend, [d for d in now_days + then_days if d not in tops], key)
+    full.update({d: RK.ranking_counts(found.get(RK.rank_row(d, key), {})) for d in unread})
+    tops = {day: RK.parse_top_cells(found[row]) for row, day in rows.items() if row in found}
+    older = [d for d in rows.values() if d not in tops and d not in full]
+    if head and older:  # a day rolled up before head rows existed has only its top row
+        rows = {RK.top_row(d, key): d for d in older}
+        found = backend.get_rows(K.SIGNATURES_SEEN, list(rows))
+        tops.update({day: RK.parse_top_cells(found[row]) for row, day in rows.items() if row in found})
+    full.update(_full_counts(backend, [d for d in days if d not in tops and d not in full], key))
     now, then = _Period(now_days, tops, full), _Period(then_days, tops, full)
     lows = sorted(((n, row) for row, n in now.lower.items() if n > 0), key=lambda item: (-item[0], item[1]))
     bar = lows[limit - 1][0] if len(lows) >= limit else 1
     if now.unseen and bar <= now.unseen:  # a signature seen nowhere may be in the top: not proven
-        return _from_full(backend, now_days, then_days, key, limit)
+        return _NOT_PROVEN
     candidates = [row for row in now.lower if now.upper(row) >= bar]
     exact = _exact(backend, now.top_days + then.top_days, key, candidates)
     now_exact = {row: _sum(row, now_days, exact, full) for row in candidates}
     ranks = {row: place for row, place in ranked(now_exact).items() if place[0] <= limit}
     previous = _previous(backend, then, then_days, key, ranks, exact, full)
-    if previous is None:  # a previous rank not proven: the previous period's full rows
+    if previous is None:
+        if head:  # the top rows may prove it
+            return _NOT_PROVEN
+        # a previous rank not proven: the previous period's full rows
         previous = _ranked_of(ranks, ranked(_sum_rows(_full_counts(backend, then_days, key), then_days)))
     return ranks, now.total, previous
 

@@ -4,10 +4,10 @@ For a closed day it recounted, :func:`fix_day_rankings` makes the day's ranking 
 the run's :class:`~socorro_store.engine.spilled_counts.SpilledCounts`: each signature's count on the day, for all
 crashes and per product (keys mapped by the day's admission, as the signature counters are).
 A ranking row that should not exist (a product no longer admitted) is emptied.  Each ranking
-row also gets its top row (:func:`~socorro_store.schema.ranking_keys.top_cells`: the day's
-``TOP_K`` highest signatures, the ``K``-th count, the total), which multi-day reports read
-instead of the full rows.  What it holds: the day's exact rankings (as before), and one top row
-(``TOP_K`` cells) per ranking row of the day.
+row also gets its head and top rows (:func:`~socorro_store.schema.ranking_keys.top_cells`: the
+day's ``HEAD_K`` and ``TOP_K`` highest signatures, the ``K``-th count, the total), which reports
+read instead of the full rows.  What it holds: the day's exact rankings (as before), and one head
+row and one top row (``HEAD_K`` and ``TOP_K`` cells) per ranking row of the day.
 
 :func:`~socorro_store.crashstore.rankings.mark_complete` records the first day whose rankings are
 complete (``~rank/since``), after a roll-up that recomputed every day from it.
@@ -37,7 +37,7 @@ def fix_day_rankings(backend, corrector, spilled, day, admission):
     """Make the ranking rows of ``day`` (a date, closed and recounted into ``spilled``) exact,
     and write their top rows (:func:`write_top_rows`)."""
     exact = _exact_rankings(spilled, day, admission)
-    tops = {}  # ranking row -> its top row's cells: K signatures each, not the day's every one
+    tops = {}  # ranking row -> its exact {signature row: n}, of which the head and top rows are made
     first = RK.rank_row(day)
     for row, cells in backend.scan(K.SIGNATURES_SEEN, start=first, stop=first + DK.SEPARATOR + b"\xff",
                                    page_size=4):
@@ -45,37 +45,40 @@ def fix_day_rankings(backend, corrector, spilled, day, admission):
         counts = dict(exact.pop(row, {}))
         corrector.fix(K.SIGNATURES_SEEN, row, counts, live, kind="rankings")
         corrector.flush()
-        tops[row] = _top_of(counts)
+        tops[row] = _by_signature(counts)
     for row, counts in exact.items():
         corrector.fix(K.SIGNATURES_SEEN, row, dict(counts), {}, kind="rankings")
         corrector.flush()
-        tops[row] = _top_of(counts)
+        tops[row] = _by_signature(counts)
     write_top_rows(backend, day, tops)
 
 
-def _top_of(columns):
-    """The top-row cells of one ranking row's exact ``{ranking column: n}``."""
-    return RK.top_cells({RK.rank_signature_row(column): n for column, n in columns.items()})
+def _by_signature(columns):
+    """``{signature row: n}`` of one ranking row's ``{ranking column: n}``."""
+    return {RK.rank_signature_row(column): n for column, n in columns.items()}
 
 
-def write_top_rows(backend, day, tops):
-    """Make the top rows of ``day`` those of ``tops`` ({ranking row: top cells}; the day's
-    plain ranking always has one, empty when no crash has a signature): stale cells and rows of
-    keys no longer ranked are deleted.  Not drift: a top row is derived from the exact rankings."""
-    tops.setdefault(RK.rank_row(day), RK.top_cells({}))
-    wanted = {RK.top_row(*RK.parse_rank_row(row)): cells for row, cells in tops.items()}
-    first = RK.top_row(day)
+def write_top_rows(backend, day, counts):
+    """Make the head and top rows of ``day`` those of ``counts`` ({ranking row: {signature row:
+    n}}, exact; the day's plain ranking always has them, empty when no crash has a signature):
+    stale cells and rows of keys no longer ranked are deleted.  Not drift: they are derived from
+    the exact rankings."""
+    counts.setdefault(RK.rank_row(day), {})
     mutations = []
-    for row, cells in backend.scan(K.SIGNATURES_SEEN, start=first, stop=first + DK.SEPARATOR + b"\xff",
-                                   page_size=4):
-        new = wanted.pop(row, None)
-        if new is None:
-            mutations.append(RowMutation(row, delete_row=True))
-            continue
-        puts = {c: v for c, v in new.items() if cells.get(c) != v}
-        stale = [c for c in cells if c not in new]
-        if puts or stale:
-            mutations.append(RowMutation(row, puts, deletes=stale))
-    mutations += [RowMutation(row, cells) for row, cells in wanted.items()]
+    for head, k in ((True, RK.HEAD_K), (False, RK.TOP_K)):
+        wanted = {RK.top_row(*RK.parse_rank_row(row), head=head): RK.top_cells(by_sig, k)
+                  for row, by_sig in counts.items()}
+        first = RK.top_row(day, head=head)
+        for row, cells in backend.scan(K.SIGNATURES_SEEN, start=first, stop=first + DK.SEPARATOR + b"\xff",
+                                       page_size=4):
+            new = wanted.pop(row, None)
+            if new is None:
+                mutations.append(RowMutation(row, delete_row=True))
+                continue
+            puts = {c: v for c, v in new.items() if cells.get(c) != v}
+            stale = [c for c in cells if c not in new]
+            if puts or stale:
+                mutations.append(RowMutation(row, puts, deletes=stale))
+        mutations += [RowMutation(row, cells) for row, cells in wanted.items()]
     if mutations:
         backend.mutate_rows(K.SIGNATURES_SEEN, mutations)

@@ -1,30 +1,36 @@
 """Key layouts of the daily rankings (the top-crashers report in one read), with their inverses.
 
 A ranking row holds every signature processed on one day (by submission time) and its count,
-for all crashes, for one product or for one process type (``pt``: a kind kept only here)::
+for all crashes, for one product (and under it a version, an OS or both) or for one process type
+(``pt``: a kind kept only here)::
 
     crash_report_signatures_seen  ~rank/2016-09-18              seen:<signature row> = 8-byte count
                                   ~rank/2016-09-18|p=Firefox    seen:<signature row> = 8-byte count
+                                  ~rank/2016-09-18|pvo=Firefox:120.0:Windows%20NT
                                   ~rank/2016-09-18|pt=content   seen:<signature row> = 8-byte count
                                   ~rank/since                   seen:day = b"2016-09-01"
 
 The live counters increment them with a crash's other signature counters, and ``rollup`` makes
 a closed day's rows exact.
 
-A closed day's ranking rows also have a compact **top row**, written by ``rollup``: the
+A closed day's ranking rows also have compact **top rows**, written by ``rollup``: the
 :data:`TOP_K` signatures of the day with the most crashes, with the day's ``K``-th count (every
-signature left out has at most that many) and its total, so a report of many days reads ``K``
-cells a day instead of every signature (:mod:`socorro_store.crashstore.rankings`)::
+signature left out has at most that many) and its total, so a report reads ``K`` cells a day
+instead of every signature (:mod:`socorro_store.crashstore.rankings`); and the same of the
+:data:`HEAD_K` first, the **head row**, which a report reads first (it proves a skewed day's top
+50), and the top row only when the head proves nothing::
 
-    crash_report_signatures_seen  ~rank/top/2016-09-18            seen:<signature row> = 8-byte count (K of them)
+    crash_report_signatures_seen  ~rank/top/2016-09-18            seen:<signature row> = 8-byte count (1000 of them)
                                   ~rank/top/2016-09-18|p=Firefox  seen:\\xffkth = the K-th count (0: all here)
                                                                   seen:\\xfftotal = crashes of every signature
+                                  ~rank/top-head/2016-09-18[|key] the same, of HEAD_K signatures
 
-(the ``\\xff`` qualifiers are no signature row: UTF-8 has no byte 0xff).  The top rows sort after
-``~rank/since``, so a scan of a day's ranking rows (``~rank/<day>`` to ``~rank/<day>|\\xff``) does
-not meet them.  ``~rank/since`` is the first day whose rankings are complete (a store
-created with this version: its first day; an upgraded one: set by ``rollup --since``); a report
-reads rankings only for days from it, and scans the signature counters before.
+(the ``\\xff`` qualifiers are no signature row: UTF-8 has no byte 0xff).  The head and top rows
+sort after ``~rank/since`` (``~rank/top-head/``, then ``~rank/top/``), so a scan of a day's
+ranking rows (``~rank/<day>`` to ``~rank/<day>|\\xff``) does not meet them.  ``~rank/since`` is
+the first day whose rankings are complete (a store created with this version: its first day; an
+upgraded one: set by ``rollup --since``); a report reads rankings only for days from it, and
+scans the signature counters before.
 """
 
 import struct
@@ -46,6 +52,10 @@ RANKED_KINDS = ("p", "pv", "po", "pvo", "pt")
 TOP_PREFIX = RANK_PREFIX + b"top/"
 #: signatures kept in a day's top row: a 30-day report reads at most 60 x TOP_K of them
 TOP_K = 1000
+HEAD_PREFIX = RANK_PREFIX + b"top-head/"
+#: signatures kept in a day's head row, read first: 50 signatures shown need far fewer than
+#: 1000 a day when the days are skewed, as crash days are
+HEAD_K = 200
 COL_KTH = b"seen:\xffkth"
 COL_TOTAL = b"seen:\xfftotal"
 _UNPACK = struct.Struct(">q").unpack  # an 8-byte counter cell, as keys.decode_counter reads it
@@ -107,17 +117,19 @@ def product_key(product):
     return dimension_key("p", product)
 
 
-def top_row(day, key=None):
-    """The top row of ``day`` (a date), for all crashes or for dimension ``key``."""
-    row = TOP_PREFIX + day.strftime("%Y-%m-%d").encode("ascii")
+def top_row(day, key=None, head=False):
+    """The top row of ``day`` (a date), for all crashes or for dimension ``key``: its
+    :data:`TOP_K` signatures, or with ``head`` its :data:`HEAD_K`."""
+    row = (HEAD_PREFIX if head else TOP_PREFIX) + day.strftime("%Y-%m-%d").encode("ascii")
     return row if key is None else row + SEPARATOR + key
 
 
 def parse_top_row(row):
-    """Inverse of :func:`top_row`: ``(day, key or None)``."""
-    if not row.startswith(TOP_PREFIX):
-        raise InvalidArgument(f"not a top row: {row!r}")
-    return parse_rank_row(RANK_PREFIX + row[len(TOP_PREFIX):])
+    """Inverse of :func:`top_row`: ``(day, key or None, head)``."""
+    for prefix, head in ((TOP_PREFIX, False), (HEAD_PREFIX, True)):
+        if row.startswith(prefix):
+            return (*parse_rank_row(RANK_PREFIX + row[len(prefix):]), head)
+    raise InvalidArgument(f"not a top row: {row!r}")
 
 
 def top_cells(counts, k=None):

@@ -324,10 +324,14 @@ class CrashStore:
         self.live_counters.settle()  # this store's counters first: it reads its own writes
         return reports.signature_breakdown(self.backend, signature, start, end)
 
-    def signature_overview(self, signature, now, start, end, product=None, version=None, os=None):
-        """``(signature_report, signature_breakdown)`` from one read of the signature's row."""
+    def signature_overview(self, signature, now, start, end, product=None, version=None, os=None,
+                           with_counters=True):
+        """``(signature_report, signature_breakdown)`` from one read of the signature's row;
+        ``with_counters=False`` (a signature page): the report without ``counters``, from
+        explicit columns only (:func:`~socorro_store.crashstore.reports.signature_overview`)."""
         self.live_counters.settle()  # this store's counters first: it reads its own writes
-        return reports.signature_overview(self.backend, signature, now, start, end, product, version, os)
+        return reports.signature_overview(self.backend, signature, now, start, end, product, version, os,
+                                          with_counters=with_counters)
 
     def crashes_per_hour(self, now=None, hours=reports.CHART_HOURS):
         """``[[hour, crashes submitted]]`` of the last ``hours`` hours, from the metrics rows."""

@@ -8,8 +8,9 @@ and reads only counters and indexes, never a scan of crash rows:
 - :func:`top_crashers`: the same for the period asked (or a process type's rankings), plus the
   OS split, process-type split and first appearance of the signatures shown (three multi-row
   reads and the OS registry row);
-- :func:`signature`: one read of the signature's counter row (trend, first seen, breakdown) and
-  a scan of its index from a cursor for one page of crashes (one get of at most 51 crash rows);
+- :func:`signature`: the columns of the signature's counter row it shows (trend, first seen,
+  breakdown: the registry rows and about four column-listed gets, never the whole row) and a
+  scan of its index from a cursor for one page of crashes (one get of at most 51 crash rows);
 - the report page is :mod:`.report_page`.
 
 Arguments arrive as the query's strings; a bad one raises
@@ -156,6 +157,9 @@ def signature(store, args, now, hidden=()):
     any page costs what the first costs (:func:`~socorro_store.crashstore.listings.signature_page`).
     ``older`` / ``newer`` are the cursors of the next pages (None: none that way).  ``hidden``:
     list columns (:data:`LIST_FIELDS`) left empty, those the allowlist does not make public.
+    The report has no ``counters`` (every interval of the row: ``signatures show`` and
+    :meth:`~socorro_store.crashstore.store.CrashStore.signature_report` give them): the page reads
+    only the columns it shows (``signature_overview(..., with_counters=False)``).
     """
     name = args.get("signature")
     if name is None:
@@ -164,7 +168,7 @@ def signature(store, args, now, hidden=()):
     filters = _filters(args)
     today = _today(now)
     report, breakdown = store.signature_overview(name, now, today - timedelta(days=29), today + timedelta(days=1),
-                                                 **filters)
+                                                 **filters, with_counters=False)
     page = listings.signature_page(store.backend, name, CRASHES_PER_PAGE, before=before, after=after)
     crashes = [{**c, **{name: None for name in hidden}, "submitted": c["submitted"].isoformat()}
                for c in page["crashes"]]

@@ -105,3 +105,24 @@ def test_expire_crashes_selects_by_submission_time_not_the_id_date(store):
     with pytest.raises(CrashIDNotFound):
         store.get_raw_crash(early_late_id)
     assert store.get_raw_crash(late_early_id)["uuid"] == late_early_id
+
+
+def test_expire_crashes_deletes_the_volume_rows_no_rollup_can_read(store):
+    """A day before ``before`` is never recounted, and a later day's admission reads the 30 days
+    ending with it: the day volume rows older than that go, the others stay."""
+    from socorro_store.jobs import registry  # noqa: PLC0415
+    from socorro_store.schema import dimension_keys as DK  # noqa: PLC0415
+
+    before = BASE_TIME.replace(hour=0).date()
+    days = [before - timedelta(days=n) for n in (45, 30, 29, 1, 0)]
+    for day in days:
+        registry.write_day_volumes(store.backend, day, {("product", None, "Firefox"): 3})
+
+    def volume_days():
+        return [DK.parse_volume_row(row) for row, _cells in store.backend.scan(
+            K.SIGNATURES_SEEN, prefix=DK.VOLUME_PREFIX)]
+
+    dry = retention.run_expire_crashes(store.backend, CUT, dry_run=True, now=BASE_TIME)
+    assert dry["volume_rows"] == 2 and volume_days() == days
+    report = retention.run_expire_crashes(store.backend, CUT, now=BASE_TIME)
+    assert report["volume_rows"] == 2 and volume_days() == days[2:]

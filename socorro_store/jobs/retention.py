@@ -12,6 +12,10 @@ never recomputes a day before it, nor recounts an expired month or year before i
 rows, so the expired crashes stay counted.  Run ``rollup`` before ``expire-crashes`` so that the
 counters being frozen are exact.
 
+The day volume rows the dimension admission reads (``~dimensions/volume/<day>``,
+:mod:`~socorro_store.jobs.registry`) go once no roll-up can read them: those of the days before
+``before`` less the admission window (30 days).
+
 Which rows: the crash rows of every day (crash-id date) up to and including ``before``'s day that
 holds data (:func:`~socorro_store.jobs.data_days.days_with_data`), read by day prefix with one
 small column (``timestamps:submitted``); a crash goes when its submitted time is before ``before``.
@@ -32,9 +36,10 @@ from ..backends.base import RowMutation
 from ..checks import is_int
 from ..crashstore import deletion, listings
 from ..errors import InvalidArgument
+from ..schema import dimension_keys as DK
 from ..schema import keys as K
 from ..schema.stored import stored_time
-from . import data_days, runs
+from . import data_days, registry, runs
 from .rollup import COL_EXPIRED_BEFORE, EPOCH, RETENTION_ROW, crashes_expired_before
 
 JOB = "expire-crashes"
@@ -130,14 +135,29 @@ def expire_crashes(ctx, backend, before, dry_run=False, page_size=PAGE):
     for page in _pages(late, page_size):
         _expire_page(backend, page, report, dry_run)
         ctx.heartbeat()
+    report["volume_rows"] = _expire_volume_rows(backend, before, dry_run)
     ctx.add_counts(crashes=report["crashes"], deleted=report["deleted"])
     return report
+
+
+def _expire_volume_rows(backend, before, dry_run):
+    """Delete the day volume rows no roll-up can read any more; return how many (found, in a dry
+    run).  A day before ``before`` is never recounted, and the admission of a day from it on
+    reads the volumes of the :data:`~.registry.WINDOW_DAYS` days ending with it: the rows of the
+    days before ``before`` less that window are dead."""
+    cut = before.date() - timedelta(days=registry.WINDOW_DAYS - 1)
+    rows = [row for row, _cells in backend.scan(K.SIGNATURES_SEEN, start=DK.VOLUME_PREFIX, stop=DK.volume_row(cut),
+                                                columns=[b"seen"], page_size=PAGE)]
+    for i in range(0, len(rows) if not dry_run else 0, PAGE):
+        backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(row, delete_row=True) for row in rows[i:i + PAGE]])
+    return len(rows)
 
 
 def run_expire_crashes(backend, before, dry_run=False, now=None, page_size=PAGE, progress=None, **job_options):
     """Delete every crash submitted before ``before`` (``YYYY-MM-DD``), keeping its counts.
 
-    Returns ``{"before", "dry_run", "days", "crashes" (found), "deleted", "run_id"}``.
+    Returns ``{"before", "dry_run", "days", "crashes" (found), "deleted", "volume_rows" (day
+    volume rows deleted, or found in a dry run), "run_id"}``.
     InvalidArgument for a bad or future date; :class:`~socorro_store.jobs.runs.JobLeaseHeld`
     while a rollup, expire, reconcile-queue or verify-indexes run holds a shared lease.
     """

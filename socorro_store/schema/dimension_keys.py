@@ -28,6 +28,7 @@ Values: a missing or empty field is :data:`UNKNOWN`; a value is stripped and cut
 """
 
 import functools
+from datetime import date
 from urllib.parse import quote, unquote
 
 from ..errors import InvalidArgument
@@ -183,7 +184,7 @@ def registry_column(value):
 
 #: the products an operator keeps: always admitted, whatever their volume (``seen:<quoted name>``)
 KEEP_ROW = REGISTRY_PREFIX + b"keep/product"
-_VOLUME_PREFIX = REGISTRY_PREFIX + b"volume/"
+VOLUME_PREFIX = REGISTRY_PREFIX + b"volume/"
 
 
 def parse_registry_column(column):
@@ -196,7 +197,17 @@ def parse_registry_column(column):
 
 def volume_row(day):
     """The row of one day's crash volumes per dimension value (``day``: a date)."""
-    return _VOLUME_PREFIX + day.strftime("%Y-%m-%d").encode("ascii")
+    return VOLUME_PREFIX + day.strftime("%Y-%m-%d").encode("ascii")
+
+
+def parse_volume_row(row):
+    """Inverse of :func:`volume_row`: the date."""
+    if not row.startswith(VOLUME_PREFIX):
+        raise InvalidArgument(f"not a volume row: {row!r}")
+    try:
+        return date.fromisoformat(row[len(VOLUME_PREFIX):].decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        raise InvalidArgument(f"not a volume row: {row!r}") from None
 
 
 def volume_column(field, value, product=None):

@@ -383,13 +383,14 @@ def _registry_names(backend, rows):
 _BREAKDOWN_FIELDS = {"p": ("product",), "pv": ("product", "version"), "os": ("os",)}
 
 
-def _dimension_columns(kind, labels, days):
+def _dimension_columns(kind, labels, plain_days):
     """``{column: (kind, label, day)}``: the daily columns of ``kind`` (``p``, ``pv``, ``os``)
-    for each label (``(product,)``, ``(product, version)``, ``(os,)``) and day."""
+    for each label (``(product,)``, ``(product, version)``, ``(os,)``) and day of
+    ``plain_days`` ({plain daily column: day})."""
     out = {}
     for label in labels:
         key = DK.dimension_key(kind, **dict(zip(_BREAKDOWN_FIELDS[kind], label)))
-        out.update({DK.with_key(_column("day", d), key): (kind, label, d) for d in days})
+        out.update({DK.with_key(column, key): (kind, label, d) for column, d in plain_days.items()})
     return out
 
 
@@ -420,8 +421,9 @@ def _page_reads(backend, signature, now, start, end, product, version, os):
        products it has a ``|p=`` column of, and ``##other##`` (one ``get_rows``: one call more
        than reading them with step 1, so as to list the versions of its products only, not of
        up to 100 products x 200 versions);
-    4. then the row's ``|pv=`` columns of those versions (days x their versions + 2 each), with
-       the finer intervals :func:`_unread_finer` asks for first seen;
+    4. then the row's ``|pv=`` columns of those versions on the days it has a ``|p=`` column of
+       the product (days x (versions + 2) at most), with the finer intervals
+       :func:`_unread_finer` asks for first seen;
     5. only when the first crash is older than those windows (a store never expired, or kept
        longer): at most three more reads of at most 12, 31 and 24 columns (the months of its
        year, the days of its month, the hours of its day), the first with read 4 if there is one.
@@ -449,21 +451,29 @@ def _page_reads(backend, signature, now, start, end, product, version, os):
                    for m in ms})
     if key is None:
         levels.update({c: ("day", d) for c, d in plain_days.items()})
-    dims = {**_dimension_columns("p", [(v,) for v in registry[DK.registry_row("product")]], days),
-            **_dimension_columns("os", [(v,) for v in registry[DK.registry_row("os")]], days)}
+    dims = {**_dimension_columns("p", [(v,) for v in registry[DK.registry_row("product")]], plain_days),
+            **_dimension_columns("os", [(v,) for v in registry[DK.registry_row("os")]], plain_days)}
     cells = backend.get_row(K.SIGNATURES, row, columns=sorted(set(levels) | set(plain_days) | set(dims)))
     values = _decoded(cells)
     if not (_sums_match(values, dims, "p", plain_days) and _sums_match(values, dims, "os", plain_days)):
         return _whole_row(backend, signature, now, start, end, product, version, os)
     finer = _unread_finer(_by_level(cells, levels), levels, key, now)
-    if any(c in cells for c in plain_days):  # crashed in those days: the versions of its products
-        products = sorted({label[0] for c, (k, label, _d) in dims.items() if k == "p" and c in cells} | {DK.OTHER})
+    crashed = {c: d for c, d in plain_days.items() if c in cells}
+    if crashed:  # the versions of its products, on the days it has a column of the product
+        product_days = {DK.OTHER: dict(crashed)}  # ##other##:##other## whatever the product counted
+        for column, (kind, label, d) in dims.items():
+            if kind == "p" and column in cells:
+                product_days.setdefault(label[0], {})[_column("day", d)] = d
+        products = sorted(product_days)
         versions = _registry_names(backend, [DK.registry_row("version", p) for p in products])
-        pv = _dimension_columns("pv", [(p, v) for p in products for v in versions[DK.registry_row("version", p)]],
-                                days)
+        pv = {}
+        for p in products:
+            pv.update(_dimension_columns("pv", [(p, v) for v in versions[DK.registry_row("version", p)]],
+                                         product_days[p]))
         dims.update(pv)
-        cells.update(backend.get_row(K.SIGNATURES, row, columns=sorted(set(pv) | set(finer))))
-        values = _decoded(cells)
+        more = backend.get_row(K.SIGNATURES, row, columns=sorted(set(pv) | set(finer)))
+        cells.update(more)
+        values.update(_decoded(more))
         if not _sums_match(values, dims, "pv", plain_days):
             return _whole_row(backend, signature, now, start, end, product, version, os)
         levels.update(finer)
@@ -471,9 +481,10 @@ def _page_reads(backend, signature, now, start, end, product, version, os):
         finer = _unread_finer(_by_level(cells, levels), levels, key, now)
         if not finer:
             break
-        cells.update(backend.get_row(K.SIGNATURES, row, columns=sorted(finer)))
+        more = backend.get_row(K.SIGNATURES, row, columns=sorted(finer))
+        cells.update(more)
+        values.update(_decoded(more))
         levels.update(finer)
-    values = _decoded(cells)
     first = _first_seen(_by_level(cells, levels))
     hourly, daily = _trend(now, lambda level, m: values.get(_column(level, m, key), 0))
     totals = {"p": {}, "pv": {}, "os": {}}

@@ -87,8 +87,9 @@ def test_any_page_costs_what_the_first_costs(deep):
     for calls, rows in costs:
         assert calls == first_calls and rows == first_rows
     assert first_calls[("scan")] == 1 and first_rows[K.CRASH_REPORTS] == 51  # the page and one more
-    # two gets: the signature's row (the trend and the breakdown share it) and the page's crash rows
-    assert first_calls["get_rows"] == 2
+    # five gets: the product and OS registry rows, the signature's row column-listed (trend, first
+    # seen, daily |p=/|os=), its products' version registry rows and |pv= columns, the page's crash rows
+    assert first_calls["get_rows"] == 5
     last, calls, rows = _cost(store, counting, client, {"before": page["older"]})
     assert [c["crash_id"] for c in last["crashes"]] == newest_first[300:] and last["older"] is None
     assert calls["get_rows"] == first_calls["get_rows"] and rows[K.CRASH_REPORTS] == 20

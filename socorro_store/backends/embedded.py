@@ -7,6 +7,7 @@ import sqlite3
 import threading
 
 from ..engine import Engine
+from ..engine.direct_reads import VALUES, VALUES_TS
 from ..errors import BackendError, BackendUnavailable, StoreNotFound
 from . import base
 from .base import Backend, split_column
@@ -80,10 +81,9 @@ def engine_columns(columns):
     return [split_column(c) for c in columns]
 
 
-def row_dict(cells, include_timestamp):
-    if include_timestamp:
-        return {fam + b":" + qual: (value, ts) for fam, qual, ts, value in cells}
-    return {fam + b":" + qual: value for fam, qual, ts, value in cells}
+def row_shape(include_timestamp):
+    """The engine's shape of a row for the contract: ``{column: value}`` or ``(value, ts)``."""
+    return VALUES_TS if include_timestamp else VALUES
 
 
 @_translate_engine_errors
@@ -175,8 +175,8 @@ class EmbeddedBackend(Backend):
         if not rows:
             return {}
         self.count_call("get_rows")
-        found = self.engine.get(table, list(rows), selectors, timestamp)
-        return {row: row_dict(cells, include_timestamp) for row, cells in found}
+        found = self.engine.get(table, list(rows), selectors, timestamp, shape=row_shape(include_timestamp))
+        return dict(found)
 
     def get_cells(self, table, row, column, versions=None, timestamp=None):
         base.check_cells_args(row, column, versions, timestamp)
@@ -200,12 +200,13 @@ class EmbeddedBackend(Backend):
         returned = 0
         rows = self.engine.scan(table, key_range.low, key_range.high, reverse, selectors, timestamp,
                                 page_size=page_size, low_inclusive=key_range.low_inclusive,
-                                high_inclusive=key_range.high_inclusive)
+                                high_inclusive=key_range.high_inclusive,
+                                shape=row_shape(include_timestamp))
         self.count_call("scan")
         for row, cells in rows:
             if returned and returned % page_size == 0:
                 self.count_call("scan")
-            yield row, row_dict(cells, include_timestamp)
+            yield row, cells
             returned += 1
             if limit is not None and returned >= limit:
                 return

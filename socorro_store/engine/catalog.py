@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..errors import StoreNotFound, TableExists, TableNotFound
 from ..schema.specs import FamilySpec
+from . import codec
 
 BUSY_TIMEOUT_MS = 30000
 
@@ -78,7 +79,7 @@ def connect(path, sync="normal"):
     # background checkpointer (checkpointer.py) normally copies the log long before; this is the
     # bound if it falls behind.
     conn.execute("PRAGMA wal_autocheckpoint=4000")
-    return conn
+    return codec.register(conn)  # reads decode values in SQL
 
 
 def _private_file(path):

@@ -43,6 +43,7 @@ from .catalog import COLUMN_MARKER, FAMILY_MARKER, Catalog, connect
 from .checkpointer import COMMIT_BYTES, TRIGGER_BYTES, Checkpointer
 from .pool import DEFAULT_MAX_OPEN, READER_CACHE_KIB, WRITER_CACHE_KIB, ReaderPool, cap_page_cache
 from .pruning import crowded, prune
+from .direct_reads import CELLS
 from .reads import ReadStats, get_rows, scan_page
 
 _COUNTER = struct.Struct(">q")
@@ -260,7 +261,8 @@ class Engine:
             ts_now = now_ms()
             for row, fam, qual, amount in increments:
                 spec = info.families[fam]
-                current = _latest(conn, row, fam, qual, spec, ts_now)
+                column = _column(conn, row, fam, qual, spec)
+                current = _visible_newest(column, spec, ts_now)
                 if current is None:
                     value, ts = amount, ts_now
                 else:
@@ -269,9 +271,7 @@ class Engine:
                         raise NotACounter(f"Field is not a long, it's {len(old)} bytes wide")
                     value = _wrap(_COUNTER.unpack(old)[0] + amount)
                     ts = max(current[0], ts_now)
-                conn.execute("INSERT OR REPLACE INTO cells (row, fam, qual, ts, codec, value) VALUES (?,?,?,?,?,?)",
-                             (row, fam, qual, ts, codec.RAW, _COUNTER.pack(value)))
-                prune(conn, [(row, fam, qual, spec.versions - 1)])
+                _write_over(conn, column, row, fam, qual, spec.versions, ts, codec.RAW, _COUNTER.pack(value))
                 results.append(value)
         return results
 
@@ -317,10 +317,14 @@ class Engine:
             ts_now = now_ms()
             masked = _MarkerCache(conn)  # this transaction deletes nothing: one cache serves all
             for fam, qual, delta in appends:
-                current = _latest(conn, row, fam, qual, info.families[fam], ts_now)
+                spec = info.families[fam]
+                column = _column(conn, row, fam, qual, spec)
+                current = _visible_newest(column, spec, ts_now)
                 value = (current[1] if current else b"") + delta
                 ts = max(current[0], ts_now) if current else ts_now
-                self._put_cells(conn, info, row, [(fam, qual, value)], ts, masked)
+                if not masked(row, fam, qual, ts):
+                    _write_over(conn, column, row, fam, qual, spec.versions, ts,
+                                *codec.encode(value, spec.compressed))
                 out.append((fam, qual, ts, value))
         return out
 
@@ -330,25 +334,26 @@ class Engine:
             if masked(row, fam, qual, ts):
                 continue
             spec = info.families[fam]
-            cell_codec, stored = codec.encode(value, spec.compressed)
-            conn.execute("INSERT OR REPLACE INTO cells (row, fam, qual, ts, codec, value) VALUES (?,?,?,?,?,?)",
-                         (row, fam, qual, ts, cell_codec, stored))
-            prune(conn, [(row, fam, qual, spec.versions - 1)])
+            _insert_and_prune(conn, row, fam, qual, spec.versions, ts, *codec.encode(value, spec.compressed))
 
     # -- reads -------------------------------------------------------------------------------
-    def get(self, name, rows, columns=None, timestamp=None, versions=1):
+    def get(self, name, rows, columns=None, timestamp=None, versions=1, shape=CELLS):
         """Read rows: ``[(row, cells)]`` in request order, rows without visible cells omitted.
 
-        ``columns``: None, or ``[(family, qualifier|None)]``.
+        ``columns``: None, or ``[(family, qualifier|None)]``.  ``shape`` (``direct_reads``):
+        ``CELLS``, cells as ``(family, qualifier, ts, value)``; ``VALUES``, a dict
+        ``{b"family:qualifier": value}``; ``VALUES_TS``, ``{b"family:qualifier": (value, ts)}``.
         """
         info, table = self._table(name)
         select = self._selector(info, columns)
         with table.read() as conn:
-            return get_rows(conn, info, rows, select, timestamp, versions, now_ms(), self.read_stats)
+            return get_rows(conn, info, rows, select, timestamp, versions, now_ms(), self.read_stats,
+                            shape)
 
     def scan(self, name, low=None, high=None, reverse=False, columns=None, timestamp=None,
-             versions=1, page_size=1000, low_inclusive=True, high_inclusive=False):
-        """Yield ``(row, cells)`` for rows between ``low`` and ``high``, ascending or descending.
+             versions=1, page_size=1000, low_inclusive=True, high_inclusive=False, shape=CELLS):
+        """Yield ``(row, cells)`` for rows between ``low`` and ``high``, ascending or descending
+        (``cells`` in ``shape``, as :meth:`get`).
 
         Bounds are inclusive or exclusive as flagged; None is unbounded.  Rows are read
         ``page_size`` at a time, so memory stays bounded whatever the range.  Each page borrows
@@ -375,7 +380,7 @@ class Engine:
                     return
                 first, last = (keys[-1], keys[0]) if reverse else (keys[0], keys[-1])
                 page = scan_page(conn, info, first, last, select, timestamp, versions, now_ms(),
-                                 self.read_stats)
+                                 self.read_stats, shape)
             if reverse:
                 page.reverse()
             yield from page
@@ -494,6 +499,55 @@ def _latest(conn, row, fam, qual, spec, ts_now):
     if hit is None or (spec.ttl < FOREVER and hit[0] <= ts_now - spec.ttl * 1000):
         return None
     return hit[0], codec.decode(hit[1], hit[2])
+
+
+def _column(conn, row, fam, qual, spec):
+    """``[(rowid, ts, codec, value)]`` of the column's newest cells, newest first: VERSIONS + 1
+    at most, so :func:`_write_over` knows whether the column holds more than VERSIONS."""
+    return conn.execute("SELECT rowid, ts, codec, value FROM cells WHERE row=? AND fam=? AND qual=? "
+                        "ORDER BY ts DESC LIMIT ?", (row, fam, qual, max(spec.versions, 0) + 1)).fetchall()
+
+
+def _visible_newest(column, spec, ts_now):
+    """``(ts, value)`` of the newest visible cell of a :func:`_column`, or None (as :func:`_latest`)."""
+    if not column or (spec.ttl < FOREVER and column[0][1] <= ts_now - spec.ttl * 1000):
+        return None
+    return column[0][1], codec.decode(column[0][2], column[0][3])
+
+
+def _write_over(conn, column, row, fam, qual, versions, ts, cell_codec, stored):
+    """Write one cell at ``ts`` in a column holding ``column`` (:func:`_column`, read in this
+    transaction), then keep its ``versions`` newest cells: what an INSERT OR REPLACE and a
+    :func:`~.pruning.prune` do, in one statement when the column's cells say what the prune
+    would drop.  An increment or append writes at or after the newest cell, so:
+
+    * at the newest cell's ts, the value replaces it, and the column counts no more cells;
+    * after it, in a column of fewer than ``versions`` cells, one more cell is still in bounds;
+    * after it, in a column of exactly ``versions`` cells, the prune drops the oldest of them,
+      so that cell becomes the new one (an UPDATE instead of an insert and a delete).
+
+    Anything else (a column over ``versions``, which a lowered VERSIONS leaves, a ts before the
+    newest, no versions kept) takes the insert and the prune.
+    """
+    newest = column[0][1] if column else None
+    if versions >= 1 and len(column) <= versions and (newest is None or ts >= newest):
+        if ts == newest:
+            conn.execute("UPDATE cells SET codec=?, value=? WHERE rowid=?", (cell_codec, stored, column[0][0]))
+        elif len(column) == versions:
+            conn.execute("UPDATE cells SET ts=?, codec=?, value=? WHERE rowid=?",
+                         (ts, cell_codec, stored, column[-1][0]))
+        else:
+            conn.execute("INSERT INTO cells (row, fam, qual, ts, codec, value) VALUES (?,?,?,?,?,?)",
+                         (row, fam, qual, ts, cell_codec, stored))
+    else:
+        _insert_and_prune(conn, row, fam, qual, versions, ts, cell_codec, stored)
+
+
+def _insert_and_prune(conn, row, fam, qual, versions, ts, cell_codec, stored):
+    """Write one cell, then drop the column's cells beyond its ``versions`` newest."""
+    conn.execute("INSERT OR REPLACE INTO cells (row, fam, qual, ts, codec, value) VALUES (?,?,?,?,?,?)",
+                 (row, fam, qual, ts, cell_codec, stored))
+    prune(conn, [(row, fam, qual, versions - 1)])
 
 
 def _wrap(value):

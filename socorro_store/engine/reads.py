@@ -17,21 +17,29 @@ range, no TTL, and the read's ``versions`` at least the families' VERSIONS, whic
 prune to), the keys and values come in one query instead: the same cells are loaded, and a
 whole-row scan stays as fast as a one-step read.  :class:`ReadStats` counts what the reads
 examined and loaded, so tests and benchmarks can check it.
+
+The common read, the newest version of families keeping one version, skips both steps: one
+query returns exactly the answer (``direct_reads.py``), unless a column there holds two cells,
+and then that row (or scan page) is read the general way above.  ``DIRECT = False`` sends every
+read the general way (tests compare the two).
 """
 
 import threading
 
 from ..schema.specs import FOREVER
 from . import codec
+from .direct_reads import CELLS, VALUES, VALUES_TS, Reader, family_clauses, plan
 
 _IN_CHUNK = 500  # rowids per value query, well under SQLite's parameter limit
+DIRECT = True  # read one-version families in one query (direct_reads.py) when a read allows
 
 
 class ReadStats:
     """Counters of what reads took from SQLite since the engine opened (thread-safe).
 
     ``keys_examined``: index entries (cell keys) read; ``values_loaded``: cells whose value was
-    read; ``value_bytes``: stored (possibly compressed) bytes of those values.
+    read; ``value_bytes``: stored (possibly compressed) bytes of those values.  A one-query read
+    (``direct_reads.py``) counts the cells its query returned as both examined and loaded.
     """
 
     def __init__(self):
@@ -50,42 +58,50 @@ class ReadStats:
                     "value_bytes": self.value_bytes}
 
 
-def family_clauses(select):
-    """``[(sql, args)]``, one per selected family in family order: ``fam=?`` or ``fam=? AND
-    qual IN (…)``.  ``select``: ``{family: set of qualifiers | None}`` (None = whole family)."""
-    clauses = []
-    for fam in sorted(select):
-        quals = select[fam]
-        if quals is None:
-            clauses.append(("fam=?", (fam,)))
-        else:
-            quals = sorted(quals)
-            clauses.append((f"fam=? AND qual IN ({','.join('?' * len(quals))})", (fam, *quals)))
-    return clauses
+def get_rows(conn, info, rows, select, timestamp, versions, ts_now, stats, shape=CELLS):
+    """``[(row, cells)]`` for ``rows`` in request order; rows with no visible cell omitted.
 
-
-def get_rows(conn, info, rows, select, timestamp, versions, ts_now, stats):
-    """``[(row, cells)]`` for ``rows`` in request order; rows with no visible cell omitted."""
-    cols = _columns(info, select, timestamp, versions)
+    ``cells`` in ``shape`` (``direct_reads``): ``CELLS``, a list of ``(fam, qual, ts, value)``,
+    newest first in each column; ``VALUES`` / ``VALUES_TS``, a dict by ``b"fam:qual"``."""
+    clauses = plan(info, select, timestamp, versions, ts_now) if DIRECT else None
     with _snapshot(conn):
-        winners = []  # (row, [(fam, qual, ts, rowid | value)])
-        examined, loaded = 0, [0]
+        if clauses is None:
+            return _shaped(_get_rows(conn, info, rows, select, timestamp, versions, ts_now, stats), shape)
+        reader = Reader(conn, clauses, shape)
+        out = []
         for row in rows:
-            keys = []
-            if select is None:
-                keys = conn.execute(f"SELECT fam, qual, ts, {cols} FROM cells WHERE row=? "
-                                    "ORDER BY fam, qual, ts DESC", (row,)).fetchall()
-            else:
-                # One indexed seek per family: an OR of families would walk the whole row.
-                for clause, args in family_clauses(select):
-                    keys.extend(conn.execute(
-                        f"SELECT fam, qual, ts, {cols} FROM cells WHERE row=? AND {clause} "
-                        "ORDER BY fam, qual, ts DESC", (row, *args)))
-            examined += len(keys)
-            cells = _visible(info, keys, timestamp, versions, ts_now, loaded)
+            cells = reader.get_row(row)
+            if cells is None:  # read the general way: a column there holds two cells
+                found = _shaped(_get_rows(conn, info, [row], select, timestamp, versions, ts_now,
+                                          stats), shape)
+                cells = found[0][1] if found else None
             if cells:
-                winners.append((row, cells))
-        out = _with_values(conn, winners, stats, loaded)
+                out.append((row, cells))
+        reader.finish(stats)
+    return out
+
+
+def _get_rows(conn, info, rows, select, timestamp, versions, ts_now, stats):
+    """:func:`get_rows` the general way (in the caller's read transaction), in ``CELLS``."""
+    cols = _columns(info, select, timestamp, versions)
+    winners = []  # (row, [(fam, qual, ts, rowid | value)])
+    examined, loaded = 0, [0]
+    for row in rows:
+        keys = []
+        if select is None:
+            keys = conn.execute(f"SELECT fam, qual, ts, {cols} FROM cells WHERE row=? "
+                                "ORDER BY fam, qual, ts DESC", (row,)).fetchall()
+        else:
+            # One indexed seek per family: an OR of families would walk the whole row.
+            for clause, args in family_clauses(select):
+                keys.extend(conn.execute(
+                    f"SELECT fam, qual, ts, {cols} FROM cells WHERE row=? AND {clause} "
+                    "ORDER BY fam, qual, ts DESC", (row, *args)))
+        examined += len(keys)
+        cells = _visible(info, keys, timestamp, versions, ts_now, loaded)
+        if cells:
+            winners.append((row, cells))
+    out = _with_values(conn, winners, stats, loaded)
     stats.add(examined, 0, 0)
     return out
 
@@ -101,9 +117,28 @@ class Cells(list):
         self.explicit_families = explicit_families
 
 
-def scan_page(conn, info, first, last, select, timestamp, versions, ts_now, stats):
+def scan_page(conn, info, first, last, select, timestamp, versions, ts_now, stats, shape=CELLS):
     """``[(row, cells)]`` of the rows in ``[first, last]`` (ascending), rows with no visible
-    cell omitted.  With families selected by qualifier, ``cells`` is a :class:`Cells`."""
+    cell omitted; ``cells`` in ``shape`` (see :func:`get_rows`).  With families selected by
+    qualifier, ``CELLS`` come as a :class:`Cells`."""
+    clauses = plan(info, select, timestamp, versions, ts_now) if DIRECT else None
+    with _snapshot(conn):
+        out = None
+        if clauses is not None:
+            reader = Reader(conn, clauses, shape)
+            out = reader.scan_page(first, last)
+            reader.finish(stats)
+        if out is None:  # the general way (or a column in the page holds two cells)
+            out = _shaped(_scan_page(conn, info, first, last, select, timestamp, versions, ts_now,
+                                     stats), shape)
+    explicit = frozenset(fam for fam, quals in (select or {}).items() if quals is not None)
+    if explicit and shape == CELLS:
+        out = [(row, Cells(cells, explicit)) for row, cells in out]
+    return out
+
+
+def _scan_page(conn, info, first, last, select, timestamp, versions, ts_now, stats):
+    """:func:`scan_page` the general way (in the caller's read transaction), in ``CELLS``."""
     cols = _columns(info, select, timestamp, versions)
     where, args = "row >= ? AND row <= ?", [first, last]
     if select is not None:
@@ -111,27 +146,33 @@ def scan_page(conn, info, first, last, select, timestamp, versions, ts_now, stat
         where += " AND (" + " OR ".join(f"({clause})" for clause, _args in clauses) + ")"
         for _clause, clause_args in clauses:
             args.extend(clause_args)
-    with _snapshot(conn):
-        cur = conn.execute(f"SELECT row, fam, qual, ts, {cols} FROM cells WHERE {where} "
-                           "ORDER BY row, fam, qual, ts DESC", args)
-        grouped, current, keys = [], None, None
-        for cell in cur:
-            if cell[0] != current:
-                current, keys = cell[0], []
-                grouped.append((bytes(current), keys))
-            keys.append(cell)
-        examined = sum(len(keys) for _row, keys in grouped)
-        winners, loaded = [], [0]
-        for row, keys in grouped:
-            cells = _visible(info, keys, timestamp, versions, ts_now, loaded, at=1)
-            if cells:
-                winners.append((row, cells))
-        out = _with_values(conn, winners, stats, loaded)
+    cur = conn.execute(f"SELECT row, fam, qual, ts, {cols} FROM cells WHERE {where} "
+                       "ORDER BY row, fam, qual, ts DESC", args)
+    grouped, current, keys = [], None, None
+    for cell in cur:
+        if cell[0] != current:
+            current, keys = cell[0], []
+            grouped.append((bytes(current), keys))
+        keys.append(cell)
+    examined = sum(len(keys) for _row, keys in grouped)
+    winners, loaded = [], [0]
+    for row, keys in grouped:
+        cells = _visible(info, keys, timestamp, versions, ts_now, loaded, at=1)
+        if cells:
+            winners.append((row, cells))
+    out = _with_values(conn, winners, stats, loaded)
     stats.add(examined, 0, 0)
-    explicit = frozenset(fam for fam, quals in (select or {}).items() if quals is not None)
-    if explicit:
-        out = [(row, Cells(cells, explicit)) for row, cells in out]
     return out
+
+
+def _shaped(found, shape):
+    """``[(row, cells)]`` of ``CELLS`` in ``shape``."""
+    if shape == VALUES:
+        return [(row, {fam + b":" + qual: value for fam, qual, _ts, value in cells}) for row, cells in found]
+    if shape == VALUES_TS:
+        return [(row, {fam + b":" + qual: (value, ts) for fam, qual, ts, value in cells})
+                for row, cells in found]
+    return found
 
 
 def _columns(info, select, timestamp, versions):

@@ -16,7 +16,7 @@ from store_helpers import BASE_TIME, crash_id, processed, raw_crash
 
 from socorro_store import open_store
 from socorro_store.backends.base import RowMutation
-from socorro_store.crashstore import counters, dimensions, reports
+from socorro_store.crashstore import counters, dimensions, signature_reports
 from socorro_store.jobs.rollup import run_rollup
 from socorro_store.schema import dimension_keys as DK
 from socorro_store.schema import keys as K
@@ -221,5 +221,5 @@ def test_the_library_overview_keeps_its_counters(busy_store):
     full, breakdown = busy_store.signature_overview(BUSY, NOW, START, END)
     assert set(full["counters"]) == {"hour", "day", "month", "year"}
     assert full["counters"] == busy_store.signature_report(BUSY, now=NOW)["counters"]
-    narrow = reports.signature_overview(busy_store.backend, BUSY, NOW, START, END, with_counters=False)
+    narrow = signature_reports.signature_overview(busy_store.backend, BUSY, NOW, START, END, with_counters=False)
     assert narrow == ({k: v for k, v in full.items() if k != "counters"}, breakdown)

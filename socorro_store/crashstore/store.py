@@ -11,7 +11,7 @@ from ..checks import is_int
 from ..errors import InvalidArgument
 from ..schema import keys as K
 from ..schema.table_admin import create_tables
-from . import counters, crashes, deletion, grouped_saves, inspect, listings, queue, reports, resubmissions
+from . import counters, crashes, deletion, grouped_saves, inspect, listings, queue, reports, resubmissions, signature_reports
 from .group_commit import MAX_GROUP_BYTES, MAX_GROUP_ITEMS, GroupCommit, GroupLanes
 from .queue import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_ATTEMPTS, DEFAULT_RESCAN_SECONDS, QUEUES, HeldClaims, QueuePass, take
 
@@ -317,20 +317,20 @@ class CrashStore:
 
     def signature_report(self, signature, now=None, product=None, version=None, os=None):
         self.live_counters.settle()  # this store's counters first: it reads its own writes
-        return reports.signature_report(self.backend, signature, now, product, version, os)
+        return signature_reports.signature_report(self.backend, signature, now, product, version, os)
 
     def signature_breakdown(self, signature, start, end):
         """A signature's crashes of ``[start, end)`` (whole days) by product, version and OS."""
         self.live_counters.settle()  # this store's counters first: it reads its own writes
-        return reports.signature_breakdown(self.backend, signature, start, end)
+        return signature_reports.signature_breakdown(self.backend, signature, start, end)
 
     def signature_overview(self, signature, now, start, end, product=None, version=None, os=None,
                            with_counters=True):
         """``(signature_report, signature_breakdown)`` from one read of the signature's row;
         ``with_counters=False`` (a signature page): the report without ``counters``, from
-        explicit columns only (:func:`~socorro_store.crashstore.reports.signature_overview`)."""
+        explicit columns only (:func:`~socorro_store.crashstore.signature_reports.signature_overview`)."""
         self.live_counters.settle()  # this store's counters first: it reads its own writes
-        return reports.signature_overview(self.backend, signature, now, start, end, product, version, os,
+        return signature_reports.signature_overview(self.backend, signature, now, start, end, product, version, os,
                                           with_counters=with_counters)
 
     def crashes_per_hour(self, now=None, hours=reports.CHART_HOURS):

@@ -19,7 +19,7 @@ Arguments arrive as the query's strings; a bad one raises
 
 from datetime import datetime, time, timedelta, timezone
 
-from ..crashstore import listings, reports
+from ..crashstore import listings, reports, signature_reports
 from ..errors import InvalidArgument
 from ..schema import dimension_keys as DK
 from ..schema.crash_ids import parse_crash_id
@@ -102,7 +102,7 @@ def top_crashers(store, args, now):
     the signatures shown, whatever their number
     (:func:`~socorro_store.crashstore.reports.os_splits`,
     :func:`~socorro_store.crashstore.reports.process_type_splits`,
-    :func:`~socorro_store.crashstore.reports.first_appearances`).  ``os_columns`` /
+    :func:`~socorro_store.crashstore.signature_reports.first_appearances`).  ``os_columns`` /
     ``process_type_columns``: the names the HTML table gives a column (the most crashes among
     the rows shown; the rest is "other"; ``process_type_columns`` None: not split).
     """
@@ -120,7 +120,7 @@ def top_crashers(store, args, now):
     # the process-type rankings are of all products: split only the unfiltered report
     by_type = {} if process_type or any(filters.values()) else \
         reports.process_type_splits(store.backend, names, start, end)
-    first = reports.first_appearances(store.backend, names, now)
+    first = signature_reports.first_appearances(store.backend, names, now)
     for row in report["signatures"]:
         row["os"] = splits.get(row["signature"], {})
         row["process_types"] = by_type.get(row["signature"], {})

@@ -98,7 +98,7 @@ def top_crashers(store, args, now):
 
     The ranking is :meth:`~socorro_store.crashstore.store.CrashStore.top_signatures`, or with
     ``process_type=T`` the process type's daily rankings (no other filter then); the OS split,
-    process-type split and first appearances are three more reads (and the OS registry row) for
+    process-type split and first appearances are three more reads (and the OS registry row), overlapped, for
     the signatures shown, whatever their number
     (:func:`~socorro_store.crashstore.reports.os_splits`,
     :func:`~socorro_store.crashstore.reports.process_type_splits`,
@@ -115,12 +115,15 @@ def top_crashers(store, args, now):
         store.live_counters.settle()
         report = reports.top_signatures(store.backend, start, end, TOP_LIMIT, **filters, process_type=process_type)
     names = [s["signature"] for s in report["signatures"]]
-    splits = {} if filters["os"] else reports.os_splits(store.backend, names, start, end, filters["product"],
-                                                          filters["version"])
-    # the process-type rankings are of all products: split only the unfiltered report
-    by_type = {} if process_type or any(filters.values()) else \
-        reports.process_type_splits(store.backend, names, start, end)
-    first = signature_reports.first_appearances(store.backend, names, now)
+    backend = store.backend
+    # three independent reads of the signatures shown: a backend that can overlaps their round trips
+    splits, by_type, first = backend.overlap([
+        lambda: {} if filters["os"] else reports.os_splits(backend, names, start, end, filters["product"],
+                                                           filters["version"]),
+        # the process-type rankings are of all products: split only the unfiltered report
+        lambda: {} if process_type or any(filters.values()) else reports.process_type_splits(backend, names,
+                                                                                             start, end),
+        lambda: signature_reports.first_appearances(backend, names, now)])
     for row in report["signatures"]:
         row["os"] = splits.get(row["signature"], {})
         row["process_types"] = by_type.get(row["signature"], {})

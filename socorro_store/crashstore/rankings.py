@@ -125,7 +125,7 @@ def read_top(backend, periods, key=None, limit=50):
     if not RK.ranked_key(key):
         return None
     now_days, then_days = (list(days) for days in periods)
-    full = {}  # the full rows read: a day with no head row has no top row either
+    full = {}  # {day: counts} of the full rows read, kept for the top-row pass
     for head in (True, False):
         found = _read_top_rows(backend, now_days, then_days, key, limit, head, full)
         if found is not _NOT_PROVEN:

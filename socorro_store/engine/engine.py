@@ -41,9 +41,9 @@ from ..schema.specs import FOREVER
 from . import codec
 from .catalog import COLUMN_MARKER, FAMILY_MARKER, Catalog, connect
 from .checkpointer import COMMIT_BYTES, TRIGGER_BYTES, Checkpointer
+from .direct_reads import CELLS
 from .pool import DEFAULT_MAX_OPEN, READER_CACHE_KIB, WRITER_CACHE_KIB, ReaderPool, cap_page_cache
 from .pruning import crowded, prune
-from .direct_reads import CELLS
 from .reads import ReadStats, get_rows, scan_page
 
 _COUNTER = struct.Struct(">q")

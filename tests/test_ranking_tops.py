@@ -234,3 +234,21 @@ def test_rollup_writes_the_top_rows_and_rewrites_a_corrupted_one(embedded_url, m
                                                             deletes=[RK.COL_KTH])])
         again = rollup.run_rollup(backend, until=day + timedelta(days=1), grace_s=0)
         assert backend.get_row(K.SIGNATURES_SEEN, top) == expected and "rankings" not in again["drift"]
+
+
+def test_rollup_deletes_the_head_and_top_rows_of_a_key_no_longer_ranked(embedded_url):
+    day = BASE_TIME.replace(hour=0, minute=0, second=0, microsecond=0)
+    gone = RK.product_key("Gone")
+    with open_store(embedded_url, background_counters=False) as store:
+        store.create_tables()
+        cid = crash_id(K.SALTS[0], day, random.Random(0))
+        store.save_raw_crash(raw_crash(cid, day), {}, cid)
+        store.save_processed(processed(cid, signature="a::A", product="Firefox"))
+        store.flush_counters()
+        backend = store.backend
+        stale = [RK.top_row(day.date(), gone, head=head) for head in (True, False)]
+        backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(row, RK.top_cells({b"x::X": 3}, 2)) for row in stale])
+        rollup.run_rollup(backend, until=day + timedelta(days=1), grace_s=0)
+        assert backend.get_rows(K.SIGNATURES_SEEN, stale) == {}
+        kept = RK.top_row(day.date(), RK.product_key("Firefox"), head=True)
+        assert RK.parse_top_cells(backend.get_row(K.SIGNATURES_SEEN, kept)) == ({b"a::A": 1}, 0, 1)

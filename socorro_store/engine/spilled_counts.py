@@ -18,7 +18,9 @@ HBase does, by ``memcmp``):
 * ``minutes``: ``(minute row, counter name) -> n``, the metrics counts, dimensioned names with
   the values as sent (the roll-up caps them once the day's volumes are known);
 * ``volumes``: ``(field, product, value) -> n``, crashes per dimension value as sent (the
-  product is ``""`` but for versions).
+  product is ``""`` but for versions);
+* ``rankings``: ``(ranking row, signature row) -> n``, a day's counts summed per ranking row
+  (:meth:`rank`), popped a row at a time.
 """
 
 import itertools
@@ -35,6 +37,8 @@ CREATE TABLE minutes (minute BLOB NOT NULL, name TEXT NOT NULL, n INTEGER NOT NU
                       PRIMARY KEY (minute, name)) WITHOUT ROWID;
 CREATE TABLE volumes (field TEXT NOT NULL, product TEXT NOT NULL, value TEXT NOT NULL, n INTEGER NOT NULL,
                       PRIMARY KEY (field, product, value)) WITHOUT ROWID;
+CREATE TABLE rank_rows (key BLOB PRIMARY KEY, row BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE rankings (row BLOB NOT NULL, sig BLOB NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (row, sig)) WITHOUT ROWID;
 """
 _UPSERT = {table: f"INSERT INTO {table} VALUES ({', '.join('?' * (len(key) + 1))}) ON CONFLICT ({', '.join(key)}) "
                   f"DO UPDATE SET n = n + excluded.n"
@@ -120,13 +124,33 @@ class SpilledCounts:
                     out[sig][(interval, key)] = n
         return out
 
-    def totals_by_key(self, key_prefixes):
-        """``(key, signature row, n)`` summed over the intervals, for the plain counts and the
-        keys starting with one of ``key_prefixes`` (bytes), ordered by key."""
+    def rank(self, row_of_key, key_prefixes):
+        """Fill ``rankings`` with the counts summed over the intervals per ranking row: the plain
+        counts' and those of the keys starting with one of ``key_prefixes`` (bytes), each key's
+        under ``row_of_key(key)`` (several keys may share a row: their counts add up).  Returns
+        the number of (row, signature row) pairs held."""
         where = " OR ".join(["key = x''"] + ["substr(key, 1, ?) = ?"] * len(key_prefixes))
         params = [v for prefix in key_prefixes for v in (len(prefix), prefix)]
-        return self._db.execute(f"SELECT key, sig, SUM(n) FROM counts WHERE {where} GROUP BY key, sig ORDER BY key",
-                                params)
+        keys = [key for (key,) in self._db.execute(f"SELECT DISTINCT key FROM counts WHERE {where}", params)]
+        self._db.execute("BEGIN")
+        self._db.execute("DELETE FROM rank_rows")
+        self._db.execute("DELETE FROM rankings")
+        self._db.executemany("INSERT INTO rank_rows VALUES (?, ?)", ((key, row_of_key(key)) for key in keys))
+        self._db.execute("INSERT INTO rankings SELECT r.row, c.sig, SUM(c.n) FROM counts c JOIN rank_rows r "
+                         "ON c.key = r.key GROUP BY r.row, c.sig")
+        self._db.execute("COMMIT")
+        return self._db.execute("SELECT COUNT(*) FROM rankings").fetchone()[0]
+
+    def pop_ranking(self, row):
+        """``{signature row: n}`` of one ranking row of :meth:`rank`, then forgotten."""
+        found = dict(self._db.execute("SELECT sig, n FROM rankings WHERE row = ?", (row,)))
+        if found:
+            self._db.execute("DELETE FROM rankings WHERE row = ?", (row,))
+        return found
+
+    def ranking_rows(self):
+        """The ranking rows :meth:`rank` filled that are not popped yet, ascending."""
+        return [row for (row,) in self._db.execute("SELECT DISTINCT row FROM rankings ORDER BY row")]
 
     def pop_counts(self, sig_row):
         """``{(interval row, key): n}`` of one signature row, then forgotten."""

@@ -22,8 +22,14 @@ What it changes, and what it keeps (the lessons of ``reference/anchors.md``):
   increment handed over before it was sent.
 * Loss window: increments handed over but not yet sent when the process dies.  Crash rows and
   pointers are never deferred, so the next ``rollup`` recomputes every such count.
-* Bounded memory: a save that finds :data:`MAX_PENDING_JOBS` waiting blocks until the sender
-  catches up (back pressure, never an unbounded queue).
+* Bounded memory: a save that finds :data:`MAX_PENDING_BYTES` of increments (or
+  :data:`MAX_PENDING_JOBS` saves) waiting blocks until the sender catches up (back pressure,
+  never an unbounded queue).  The bound is in bytes because a job's size varies 100-fold: a
+  batch save hands over the increments of up to 100 crashes in one job.
+* Closing: :meth:`~CounterSender.close` sends what is pending before the thread stops, and a
+  save that was blocked by back pressure while the sender closed sends its own increments in
+  its own thread: no job is ever handed to a thread that has gone, so :meth:`settle` never
+  waits for one.
 * Gathering: with ``gather_s``, a send waits that long after its first job for others to join it
   (at most :data:`GATHER_JOBS`), so the hot rows every save increments (``metrics``' minute, hour,
   day, month and year rows, the queue row, the day's rankings) go once for many saves: on
@@ -39,6 +45,10 @@ log = logging.getLogger("socorro_store")
 
 #: the most saves' counters waiting for the sender before a save blocks (back pressure)
 MAX_PENDING_JOBS = 10_000
+#: the most bytes of increments waiting for the sender before a save blocks (back pressure)
+MAX_PENDING_BYTES = 64 << 20
+#: what an increment costs in memory beyond its row and column bytes (the tuple, its ints)
+INCREMENT_OVERHEAD = 160
 #: how long a store's sender waits after a save's counters for others to join them (seconds)
 GATHER_S = 0.05
 #: the most saves' counters a gathering send waits for before it goes
@@ -48,16 +58,22 @@ GATHER_JOBS = 256
 class CounterSender:
     """A sender thread for ``send_jobs([(increments, detect), ...])`` (see the module docstring).
 
+    ``weigh(increments)``: a job's bytes for the back-pressure bound (default :func:`job_bytes`).
+
     ``send_jobs`` must not raise for a backend failure (it tallies it); anything it raises is
     swallowed here so the sender outlives it.
     """
 
-    def __init__(self, send_jobs, max_pending=MAX_PENDING_JOBS, gather_s=0.0):
+    def __init__(self, send_jobs, max_pending=MAX_PENDING_JOBS, gather_s=0.0, max_pending_bytes=MAX_PENDING_BYTES,
+                 weigh=None):
         self._send_jobs = send_jobs
         self._max_pending = max_pending
+        self._max_pending_bytes = max_pending_bytes
+        self._pending_bytes = 0  # of the jobs waiting (not those being sent)
+        self._weigh = weigh or job_bytes
         self._gather_s = gather_s
         self._settling = 0  # settle() calls waiting: they end a gathering wait
-        self._jobs = []
+        self._jobs = []  # (increments, detect, bytes)
         self._handed = 0  # jobs handed over, ever
         self._sent = 0  # jobs whose send ended (sent or failed), ever
         self._closed = False
@@ -66,17 +82,31 @@ class CounterSender:
 
     def submit(self, increments, detect=None):
         """Hand a save's increments (and its detection, or None) to the sender; return at once
-        (or, with :data:`MAX_PENDING_JOBS` waiting, once the sender has taken them)."""
+        (or, with the queue full, once the sender has taken enough of it).
+
+        A job heavier than the whole bound still goes, alone, once the queue is empty.  If the
+        sender closes while this save waits for room, the save sends its increments itself."""
+        size = self._weigh(increments)
         with self._cond:
             if self._closed:
                 raise RuntimeError("the counter sender is closed")
-            self._cond.wait_for(lambda: len(self._jobs) < self._max_pending)
-            self._jobs.append((increments, detect))
-            self._handed += 1
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="counter-sender", daemon=True)
-                self._thread.start()
-            self._cond.notify_all()
+            self._cond.wait_for(lambda: self._closed or self._has_room(size))
+            if not self._closed:
+                self._jobs.append((increments, detect, size))
+                self._pending_bytes += size
+                self._handed += 1
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="counter-sender", daemon=True)
+                    self._thread.start()
+                self._cond.notify_all()
+                return
+        # closed while this save waited: its thread has gone or is going, so the job is sent here
+        self._send_jobs([(increments, detect)])
+
+    def _has_room(self, size):
+        if not self._jobs:
+            return True
+        return len(self._jobs) < self._max_pending and self._pending_bytes + size <= self._max_pending_bytes
 
     def settle(self):
         """Wait until every job handed over before this call has been sent (or has failed)."""
@@ -115,7 +145,8 @@ class CounterSender:
                                                  or len(self._jobs) >= GATHER_JOBS), self._gather_s)
                 if not self._jobs:
                     return  # closed, and everything sent
-                jobs, self._jobs = self._jobs, []
+                jobs, self._jobs = [(inc, detect) for inc, detect, _size in self._jobs], []
+                self._pending_bytes = 0
                 self._cond.notify_all()  # room for blocked submitters
             try:
                 self._send_jobs(jobs)
@@ -125,3 +156,8 @@ class CounterSender:
                 with self._cond:
                     self._sent += len(jobs)
                     self._cond.notify_all()
+
+
+def job_bytes(increments):
+    """What a job's increments hold in memory, about (rows and columns plus a fixed overhead)."""
+    return sum(len(inc.row) + len(inc.column) + INCREMENT_OVERHEAD for inc in increments)

@@ -70,7 +70,7 @@ import threading
 
 from ..backends import Increment
 from ..checks import is_int
-from ..errors import BackendError, BackendUnavailable, InvalidArgument
+from ..errors import InvalidArgument
 from ..schema.keys import (
     FAMILY_COUNTERS,
     METRICS,
@@ -459,17 +459,21 @@ class LiveCounters:
             if detect is not None:
                 try:  # a failed detection (hang pairs, first-seen) must not cost the plain counters
                     increments += detect()
-                except (BackendUnavailable, BackendError) as exc:
+                except Exception as exc:  # noqa: BLE001 - any failure: the crash is stored
                     self._tally("detections", 1)
                     log.warning("pair / first-seen detection failed (the next rollup repairs it): %s", exc)
         if not increments:
             return
+        # Any error here, not only an outage (a table gone, a cell that is no counter, a refused
+        # argument), is tallied and never raised: the crashes are stored, and a caller retrying
+        # its save would count it twice.  The error may have applied part of the call, so
+        # nothing is replayed; the next rollup recomputes the counts.
         try:
             increments = self.dimensions.rewrite(self.backend, increments)
             (self.buffer or self.backend).increment_many(coalesce(increments))
-        except (BackendUnavailable, BackendError) as exc:
+        except Exception as exc:  # noqa: BLE001
             self._tally("increments", len(increments))
-            log.warning("counters not updated (the next rollup repairs them): %s", exc)
+            log.warning("counters not updated (the next rollup repairs them): %s: %s", type(exc).__name__, exc)
 
     def _lost_flush(self, cells, exc):
         """The buffer's report of a failed flush: tallied as ``"increments"`` like a failed send."""

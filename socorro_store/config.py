@@ -23,6 +23,7 @@ The URL comes from an explicit argument, then ``SOCORRO_STORE_URL``, then the de
 """
 
 import os
+import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -36,6 +37,9 @@ MAX_FRAME_MB = 2047
 ENV_VAR = "SOCORRO_STORE_URL"
 #: the port of HBase's Thrift servers when a URL names none
 DEFAULT_HBASE_PORT = 9090
+# ASCII only: int() and float() also take "9_090", "+90", " 90" and other scripts' digits
+_DIGITS = re.compile(r"[0-9]+")
+_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
 
 _OPTIONS = {
     "embedded": {"sync": ("normal", "full")},
@@ -86,7 +90,7 @@ def parse_url(url=None):
     text = resolve_url(url)
     if not isinstance(text, str):
         raise ConfigError(f"store URL must be a string, not {type(text).__name__}")
-    parts = urlsplit(text)
+    parts = _split(text)
     scheme = parts.scheme
     if scheme not in _OPTIONS or "://" not in text:
         raise ConfigError(f"unknown store URL scheme in {text!r}: expected embedded://, hbase:// or bigtable://")
@@ -124,7 +128,7 @@ def parse_servers(url):
     """
     if not isinstance(url, str):
         raise ConfigError(f"hbase URL must be a string, not {type(url).__name__}")
-    netloc = urlsplit(url).netloc if "://" in url else url.split("?", 1)[0].split("/", 1)[0]
+    netloc = _split(url).netloc if "://" in url else url.split("?", 1)[0].split("/", 1)[0]
     if "@" in netloc:
         raise ConfigError(f"hbase URL takes no user info: {url!r}")
     if not netloc.strip():
@@ -135,10 +139,10 @@ def parse_servers(url):
         if not item:
             raise ConfigError(f"hbase URL names an empty server (HOST[:PORT],HOST[:PORT],…): {url!r}")
         if item.startswith("["):
-            host, _sep, rest = item[1:].partition("]")
-            if rest and not rest.startswith(":"):
-                raise ConfigError(f"bad server {item!r} in hbase URL {url!r}")
-            port_text = rest[1:] if rest else ""
+            host, bracket, rest = item[1:].partition("]")
+            if not bracket or (rest and not rest.startswith(":")):
+                raise ConfigError(f"bad server {item!r} in hbase URL {url!r} (an IPv6 host is [ADDRESS]:PORT)")
+            _sep, port_text = rest[:1], rest[1:]
         else:
             host, _sep, port_text = item.partition(":")
             if ":" in port_text:
@@ -147,10 +151,9 @@ def parse_servers(url):
             raise ConfigError(f"hbase URL needs a host in {item!r}: {url!r}")
         if _sep and not port_text:
             raise ConfigError(f"bad port in store URL {url!r}: {item!r} has an empty port")
-        try:
-            port = int(port_text) if port_text else DEFAULT_HBASE_PORT
-        except ValueError:
-            raise ConfigError(f"bad port in store URL {url!r}: {item!r}") from None
+        if port_text and not _DIGITS.fullmatch(port_text):
+            raise ConfigError(f"bad port in store URL {url!r}: {item!r} (a port is ASCII digits)")
+        port = int(port_text) if port_text else DEFAULT_HBASE_PORT
         if not 0 < port < 65536:
             raise ConfigError(f"bad port in store URL {url!r}: {port} is not in 1..65535")
         if (host.lower(), port) in [(h.lower(), p) for h, p in servers]:
@@ -172,25 +175,31 @@ def with_options(url=None, **options):
     return result
 
 
+def _split(text):
+    # urlsplit raises a bare ValueError for an unclosed or invalid bracketed host ("hbase://[::1")
+    try:
+        return urlsplit(text)
+    except ValueError as exc:
+        raise ConfigError(f"malformed store URL {text!r}: {exc}") from None
+
+
 def _parse_option(scheme, key, value, text):
     kind = _OPTIONS[scheme].get(key)
     if kind is None:
         known = ", ".join(sorted(_OPTIONS[scheme]))
         raise ConfigError(f"unknown option {key!r} in {scheme} URL {text!r} (known: {known})")
     if kind is int:
-        try:
-            number = int(value)
-        except ValueError:
-            raise ConfigError(f"option {key} must be an integer in {text!r}") from None
+        if not _DIGITS.fullmatch(value):
+            raise ConfigError(f"option {key} must be an integer (ASCII digits) in {text!r}")
+        number = int(value)
         if number < (0 if key == "retries" else 1):
             raise ConfigError(f"option {key} out of range in {text!r}")
         return number
     if kind is float:
-        try:
-            number = float(value)
-        except ValueError:
-            raise ConfigError(f"option {key} must be a number in {text!r}") from None
-        if not 0 < number <= MAX_FRAME_MB:  # also refuses nan and inf
+        if not _DECIMAL.fullmatch(value):
+            raise ConfigError(f"option {key} must be a number (ASCII digits, a point) in {text!r}")
+        number = float(value)
+        if not 0 < number <= MAX_FRAME_MB:
             raise ConfigError(f"option {key} must be in (0, {MAX_FRAME_MB}] in {text!r}")
         return int(number) if number.is_integer() else number
     if isinstance(kind, tuple):

@@ -57,6 +57,15 @@ def test_bad_input_exits_2_and_not_found_exits_1_with_one_line(url, args, code, 
     assert rows_of(url) == before
 
 
+@pytest.mark.parametrize("bad_url, words", [
+    ("hbase://[::1", "malformed store URL"),  # a ValueError traceback before
+    ("hbase://h:9_090", "bad port"),
+    ("hbase://h?pool_size=%2B4", "pool_size must be an integer"),
+])
+def test_a_malformed_store_url_is_one_line_exit_2(bad_url, words):
+    assert words in fails(run(bad_url, "ping"), 2)
+
+
 def test_what_exists_still_answers(url):
     """The checks above refuse only what is wrong: real rows, signatures and ranges answer."""
     assert json.loads(run(url, "metrics", "show", DAY.isoformat(), "--json").stdout)

@@ -33,6 +33,8 @@ TABLE = TableSpec("t", (FamilySpec("cf"),))
     ("hbase://h1:9091", [("h1", 9091)]),
     ("hbase://h1:1,h2:2,h3?transport=framed", [("h1", 1), ("h2", 2), ("h3", 9090)]),
     ("hbase://[::1]:9090,10.0.0.2:9091", [("::1", 9090), ("10.0.0.2", 9091)]),
+    ("hbase://[::1]", [("::1", 9090)]),  # no port: the default, as for a name
+    ("hbase://[::1],h2:7", [("::1", 9090), ("h2", 7)]),
     ("h1:1, h2:2", [("h1", 1), ("h2", 2)]),
 ])
 def test_a_url_names_one_or_several_servers(url, servers):
@@ -50,6 +52,14 @@ def test_a_url_names_one_or_several_servers(url, servers):
     ("hbase://u@h1:1", "user info"),
     ("hbase://h1:1,:2", "needs a host"),
     ("hbase://::1:9090", "IPv6"),
+    ("hbase://[::1", "malformed store URL"),  # urlsplit's bare ValueError before
+    ("[::1", "IPv6 host is \\[ADDRESS\\]"),
+    ("hbase://[::1]x", "IPv6 host is"),
+    ("hbase://a:9_090", "ASCII digits"),  # int() takes each of these
+    ("hbase://a:+90", "ASCII digits"),
+    ("hbase://a: 90", "ASCII digits"),
+    ("hbase://a:\u0669\u0660", "ASCII digits"),
+    ("hbase://a:\uff19\uff10", "ASCII digits"),
 ])
 def test_a_bad_server_list_is_a_config_error_naming_it(url, says):
     with pytest.raises(ConfigError, match=says):

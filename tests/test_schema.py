@@ -248,6 +248,10 @@ def test_url_defaults(monkeypatch):
     "hbase://h?protocol=json", "hbase://h?pool_size=0", "hbase://h?pool_size=x", "hbase://h?timeout_ms=-1",
     "hbase://h?retries=-1", "hbase://h?nope=1", "bigtable://proj", "bigtable://proj/inst/extra",
     "bigtable:///inst", "nothing",
+    # options take ASCII digits only: int() and float() take each of these
+    "hbase://h?pool_size=%2B4", "hbase://h?pool_size=1_0", "hbase://h?retries=%201", "hbase://h?timeout_ms=\u0663\u0660",
+    "hbase://h?transport=framed&max_frame_mb=\u0662", "hbase://h?transport=framed&max_frame_mb=1_0",
+    "hbase://h?transport=framed&max_frame_mb=%201",
 ])
 def test_bad_urls_raise_config_error(url):
     with pytest.raises(ConfigError):

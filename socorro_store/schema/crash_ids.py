@@ -102,7 +102,10 @@ def parse_crash_id(text):
         raise InvalidCrashID(f"a crash id must be a string, not {type(text).__name__}")
     candidate = text.strip()
     if candidate.lower().startswith(("http://", "https://")):
-        path = urlsplit(candidate).path.rstrip("/")
+        try:
+            path = urlsplit(candidate).path.rstrip("/")
+        except ValueError:  # urlsplit refuses a bad bracketed host ("https://[::1/...") bare
+            path = ""
         _head, sep, tail = path.rpartition(REPORT_PATH.rstrip("/") + "/")
         if not sep or "/" in tail:
             raise InvalidCrashID(f"not a crash report URL: {text!r}; expected "

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from flask import Flask, Response, abort, jsonify, redirect, render_template, request, url_for
 
 from ..errors import BackendUnavailable, CrashIDNotFound, InvalidArgument, NotFound, SocorroStoreError
+from ..schema import labels
 from . import display, pages, report_page
 from .public_fields import PublicFields
 
@@ -83,6 +84,7 @@ def create_app(store, unredacted=False, now=None, public_fields=None, request_ti
     app.jinja_env.filters["present"] = lambda filters: {k: v for k, v in filters.items() if v}
     app.jinja_env.filters["when"] = display.when
     app.jinja_env.filters["yes_no"] = display.yes_no
+    app.jinja_env.filters["label"] = labels.label  # markers in words; links and filters keep the stored name
     app.jinja_env.globals["process_types"] = pages.PROCESS_TYPE_CHOICES  # the top-crashers filter's choices
     allowlist = public_fields if isinstance(public_fields, PublicFields) else PublicFields.load(public_fields)
     hidden = () if unredacted else tuple(name for name, field in pages.LIST_FIELDS.items()

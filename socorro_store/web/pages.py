@@ -15,6 +15,11 @@ and reads only counters and indexes, never a scan of crash rows:
 
 Arguments arrive as the query's strings; a bad one raises
 :class:`~socorro_store.errors.InvalidArgument` with a message for the page (HTTP 400).
+
+Names stay as stored (``signature``, the split keys, ``counted_as``: what a link or a filter
+sends back); what a person reads of them is beside them: each ranked signature's ``label``, the
+signature page's ``label``, and ``labels`` ({marker: words}, :mod:`~socorro_store.schema.labels`)
+for the markers among the column and filter names.
 """
 
 from datetime import datetime, time, timedelta, timezone
@@ -22,6 +27,7 @@ from datetime import datetime, time, timedelta, timezone
 from ..crashstore import listings, reports, signature_reports
 from ..errors import InvalidArgument
 from ..schema import dimension_keys as DK
+from ..schema import labels
 from ..schema.crash_ids import parse_crash_id
 from ..schema.timeparse import parse_day
 from . import display
@@ -87,6 +93,7 @@ def home(store, now):
     today = _today(now)
     hourly = store.crashes_per_hour(now)
     top = store.top_signatures(today, today + timedelta(days=1), limit=HOME_TOP)
+    _label_rows(top["signatures"])
     return {"queue": store.queue_sizes(), "hourly": hourly, "top": top, "day": today.date().isoformat(),
             "chart": _hourly_chart(hourly, "Crashes submitted per hour, last 48 hours (UTC)")}
 
@@ -128,10 +135,17 @@ def top_crashers(store, args, now):
         row["os"] = splits.get(row["signature"], {})
         row["process_types"] = by_type.get(row["signature"], {})
         row["first_appearance"] = first.get(row["signature"])
-    return {**report, "period": description, "filters": filters, "process_type": process_type,
+    _label_rows(report["signatures"])
+    return {**report, "labels": labels.MARKER_LABELS, "period": description, "filters": filters, "process_type": process_type,
             "os_columns": _columns(report["signatures"], "os", OS_COLUMNS),
             "process_type_columns": None if process_type or any(filters.values()) else
             _columns(report["signatures"], "process_types", PROCESS_TYPE_COLUMNS)}
+
+
+def _label_rows(rows):
+    """Each ranked signature with its ``label``, the words a person reads for it."""
+    for row in rows:
+        row["label"] = labels.label(row["signature"])
 
 
 def _columns(rows, field, limit):
@@ -176,7 +190,8 @@ def signature(store, args, now, hidden=()):
     crashes = [{**c, **{name: None for name in hidden}, "submitted": c["submitted"].isoformat()}
                for c in page["crashes"]]
     return {
-        **report, "filters": filters, "breakdown": breakdown, "crashes": crashes,
+        **report, "label": labels.label(report["signature"]), "labels": labels.MARKER_LABELS,
+        "filters": filters, "breakdown": breakdown, "crashes": crashes,
         "older": listings.page_cursor(*page["older"]) if page["older"] else None,
         "newer": listings.page_cursor(*page["newer"]) if page["newer"] else None,
         "hourly_chart": _hourly_chart(report["hourly"], "Crashes per hour, last 48 hours (UTC)"),

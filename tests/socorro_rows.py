@@ -22,7 +22,7 @@ same (:func:`socorro_process` is it with a fixed signature).
 
 import heapq
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import happybase
 
@@ -180,3 +180,157 @@ def socorro_2016_save_processed(w, processed_crash):
                                  b"flags:processed": b"Y"})
     w.put("crash_reports_index_signature_ooid", signature.encode() + crash_id.encode(),
           {b"ids:ooid": crash_id.encode()})
+
+# -- each writer of Socorro's, call for call (the code named in reference/anchors.md) -------------
+
+def _timestamped_row_id(crash_or_hang_id, timestamp):
+    """``crash_id_to_timestamped_row_id`` / ``guid_to_timestamped_row_id`` of both versions."""
+    if timestamp[-6] in "-+":
+        return (crash_or_hang_id[0] + timestamp[:-6] + crash_or_hang_id).encode()
+    return (crash_or_hang_id[0] + timestamp + crash_or_hang_id).encode()
+
+
+def _submit_rows(w, crash_id, raw, legacy_processing, dumps):
+    """The crash row and index rows ``put_json_dump`` (2013) and ``save_raw_crash`` (2016) wrote,
+    in their order: the crash row, the time indexes, the hang indexes."""
+    ts = raw["submitted_timestamp"]
+    cells = {b"flags:processed": b"N", b"meta_data:json": json.dumps(raw).encode(),
+             b"timestamps:submitted": ts.encode(), b"ids:ooid": crash_id.encode()}
+    cells.update({b"raw_data:" + (b"dump" if name == "upload_file_minidump" else name.encode()): blob
+                  for name, blob in dumps.items()})
+    indices = ["crash_reports_index_submitted_time", "crash_reports_index_unprocessed_flag"]
+    if legacy_processing == 0:  # 2016's default False is == 0 too
+        cells[b"flags:legacy_processing"] = b"Y"
+        indices += ["crash_reports_index_legacy_unprocessed_flag", "crash_reports_index_legacy_submitted_time"]
+    if "HangID" in raw:
+        cells[b"ids:hang"] = raw["HangID"].encode()
+    w.put("crash_reports", (crash_id[0] + crash_id[-6:] + crash_id).encode(), cells)
+    for index in indices:
+        w.put(index, _timestamped_row_id(crash_id, ts), {b"ids:ooid": crash_id.encode()})
+    if "HangID" in raw:
+        column = b"ids:ooid:" + raw.get("ProcessType", "default").encode()
+        w.put("crash_reports_index_hang_id_submitted_time", _timestamped_row_id(raw["HangID"], ts),
+              {column: crash_id.encode()})
+        w.put("crash_reports_index_hang_id", raw["HangID"].encode(), {column: crash_id.encode()})
+
+
+def _submit_counters(w, raw, legacy_processing, queue_counters):
+    ts = raw["submitted_timestamp"]
+    process_type = raw.get("ProcessType", "default")
+    columns = [b"counters:submitted_crash_reports",
+               b"counters:submitted_crash_reports_legacy_throttle_%d" % legacy_processing]
+    if process_type != "default":
+        columns.append(b"counters:submitted_crash_report_hang_pairs" if "HangID" in raw
+                       else b"counters:submitted_oop_%s_crash_reports" % process_type.encode())
+    if queue_counters:
+        w.increment("metrics", b"crash_report_queue", b"counters:current_unprocessed_size", 1)
+        if legacy_processing == 0:
+            w.increment("metrics", b"crash_report_queue", b"counters:current_legacy_unprocessed_size", 1)
+    for level in (ts[:16], ts[:13], ts[:10], ts[:7], ts[:4]):
+        for column in columns:
+            w.increment("metrics", level.encode(), column, 1)
+
+
+def socorro_2013_put_json_dump(w, crash_id, raw, dumps=None):
+    """hbase_client.py (2013) ``put_json_dump``: ``legacy_processing`` absent counts as 0 (queued
+    in the legacy queue); both queue counters move on every submission."""
+    legacy_processing = raw.get("legacy_processing", 0)
+    _submit_rows(w, crash_id, raw, legacy_processing, dumps or {"upload_file_minidump": b"MDMP-2013"})
+    _submit_counters(w, raw, legacy_processing, queue_counters=True)
+
+
+def socorro_2016_save_raw_crash(w, crash_id, raw, dumps=None):
+    """hb/crashstorage.py (2016) ``save_raw_crash``: ``legacy_processing`` absent is ``False``
+    (== 0: legacy-queued, throttle counter ``_0``); the queue counters sit inside its
+    ``if process_type != 'default'`` block, so only a plugin/content crash moves them."""
+    legacy_processing = raw.get("legacy_processing", False)
+    _submit_rows(w, crash_id, raw, legacy_processing, dumps or {"upload_file_minidump": b"MDMP-2016"})
+    _submit_counters(w, raw, legacy_processing, queue_counters=raw.get("ProcessType", "default") != "default")
+
+
+def happybase_save_raw_crash(w, crash_id, raw, dumps=None):
+    """happybase/crashstorage.py ``save_raw_crash``: the crash row only (``flags:processed`` N),
+    no index row, no counter."""
+    cells = {b"flags:processed": b"N", b"meta_data:json": json.dumps(raw).encode(),
+             b"timestamps:submitted": raw["submitted_timestamp"].encode(), b"ids:ooid": crash_id.encode()}
+    cells.update({b"raw_data:" + (b"dump" if name == "upload_file_minidump" else name.encode()): blob
+                  for name, blob in (dumps or {"upload_file_minidump": b"MDMP-happybase"}).items()})
+    w.put("crash_reports", (crash_id[0] + crash_id[-6:] + crash_id).encode(), cells)
+
+
+def happybase_save_processed(w, processed_crash):
+    """happybase/crashstorage.py ``save_processed``: the crash row only, ``flags:processed`` empty;
+    no queue row deleted, no signature row."""
+    crash_id = processed_crash["uuid"]
+    w.put("crash_reports", (crash_id[0] + crash_id[-6:] + crash_id).encode(), {
+        b"timestamps:processed": processed_crash["completeddatetime"].encode(),
+        b"processed_data:signature": processed_crash["signature"].encode(),
+        b"processed_data:json": json.dumps(processed_crash).encode(), b"flags:processed": b""})
+
+# -- issue 39: four crash-id days of Socorro's writers --------------------------------------------
+
+
+def _processed(crash_id, signature):
+    return {"uuid": crash_id, "signature": signature, "success": True,
+            "completeddatetime": "2016-09-18 23:00:00.000000"}
+
+
+SOCORRO_DAYS = [datetime(2016, 9, d, tzinfo=timezone.utc) for d in (18, 19, 20, 21)]
+
+
+def _dated(salt, n, day):
+    return f"{salt}{n:07x}-0000-4000-8000-00000" + "2" + day.strftime("%y%m%d")
+
+
+def _socorro_raw(crash_id, at, **fields):
+    # the collector's submitted_timestamp: utc_now().isoformat(), with its offset
+    return {"ProductName": "Firefox", "Version": "48.0", "uuid": crash_id, "submitted_timestamp": at.isoformat(),
+            **fields}
+
+
+def socorro_days_written(writer):
+    """Twelve crashes on four crash-id days, each written call for call by one of Socorro's
+    writers; returns ``{name: (crash id, submitted)}``."""
+    at = {}
+
+    def crash(name, salt, n, day, hour, minute, second, micro):
+        moment = SOCORRO_DAYS[day].replace(hour=hour, minute=minute, second=second, microsecond=micro)
+        at[name] = (_dated(salt, n, SOCORRO_DAYS[day]), moment)
+        return at[name]
+
+    # 2016: two legacy crashes taken by Socorro's new_crashes(); its processor saves one, dies on the other
+    taken, dead = crash("taken", "4", 4, 1, 9, 0, 0, 0), crash("dead", "5", 5, 1, 9, 5, 1, 500)
+    socorro_2016_save_raw_crash(writer, taken[0], _socorro_raw(taken[0], taken[1]))
+    socorro_2016_save_raw_crash(writer, dead[0], _socorro_raw(dead[0], dead[1]))
+    assert list(socorro_2016_new_crashes(writer, 2)) == [taken[0], dead[0]]
+    socorro_2016_save_processed(writer, _processed(taken[0], "js::Taken"))
+    # 2013: a hang pair (whole seconds: 19-character keys), a throttled crash it processed
+    pair = "3c6a9f1e-0000-4000-8000-000000000018"
+    for name, salt, n, second, process_type in (("plugin", "1", 1, 7, "plugin"), ("browser", "2", 2, 8, None)):
+        crash_id, moment = crash(name, salt, n, 0, 12, 35, second, 0)
+        fields = {"HangID": pair, **({"ProcessType": process_type} if process_type else {})}
+        socorro_2013_put_json_dump(writer, crash_id, _socorro_raw(crash_id, moment, **fields))
+    done = crash("processed_2013", "3", 3, 0, 13, 0, 1, 250000)
+    socorro_2013_put_json_dump(writer, done[0], _socorro_raw(done[0], done[1], legacy_processing=1))
+    socorro_2016_save_processed(writer, _processed(done[0], "js::Old"))
+    # 2016: a throttled crash it processed, and a content hang crash left queued
+    throttled = crash("processed_2016", "6", 6, 1, 10, 0, 2, 1000)
+    socorro_2016_save_raw_crash(writer, throttled[0], _socorro_raw(throttled[0], throttled[1], legacy_processing=1))
+    socorro_2016_save_processed(writer, _processed(throttled[0], "js::Taken"))
+    content = crash("content", "9", 9, 2, 8, 0, 0, 120000)
+    socorro_2016_save_raw_crash(writer, content[0], _socorro_raw(content[0], content[1], legacy_processing=1,
+                                                                 HangID="zz-content-hang", ProcessType="content"))
+    # the happybase storage: crash rows only, one processed
+    for name, salt, n, day, hour in (("happybase_done", "7", 7, 2, 14), ("happybase", "8", 8, 2, 15),
+                                     ("happybase_late", "b", 11, 3, 16)):
+        crash_id, moment = crash(name, salt, n, day, hour, 10, 0, 250000)
+        happybase_save_raw_crash(writer, crash_id, _socorro_raw(crash_id, moment))
+    happybase_save_processed(writer, {**_processed(at["happybase_done"][0], "js::Happy"),
+                                      "completeddatetime": "2016-09-20 14:15:00.000000"})
+    # 2013's put_processed_json on a crash still in the legacy queue (its pointer is left behind)
+    left = crash("legacy_left", "a", 10, 3, 11, 0, 0, 0)
+    socorro_2013_put_json_dump(writer, left[0], _socorro_raw(left[0], left[1]))
+    socorro_2016_save_processed(writer, _processed(left[0], "js::Left"))
+    plain = crash("plain", "c", 12, 3, 18, 30, 30, 300)
+    socorro_2016_save_raw_crash(writer, plain[0], _socorro_raw(plain[0], plain[1], legacy_processing=1))
+    return at

@@ -14,8 +14,10 @@ from click.testing import CliRunner
 from socorro_rows import (
     BackendWriter,
     HappybaseWriter,
+    SOCORRO_DAYS,
     socorro_2016_new_crashes,
     socorro_2016_save_processed,
+    socorro_days_written,
     socorro_process,
     socorro_submit,
 )
@@ -553,3 +555,68 @@ def test_socorros_rows_naming_a_deleted_crash_are_orphans_repair_deletes(backend
         scrutiny.verify_indexes(store.backend, repair=True, orphan_age_s=0)
         assert store.backend.get_row(K.SIGNATURE_OOID, stored.socorro_signature_key("js::Left", gone)) == {}
         assert store.backend.get_row(K.HANG_ID_SUBMITTED_TIME, stored.socorro_hang_time_key("hang-left", at)) == {}
+
+# -- issue 39, item 1: the documented steps on several days of Socorro's rows --------------------
+
+@pytest.fixture
+def socorro_days(backend_url, backend_kind):
+    with open_store(backend_url) as store:
+        store.create_tables()
+        writer = _writer(store, backend_kind, backend_url)
+        try:
+            at = socorro_days_written(writer)
+        finally:
+            writer.close()
+        store.flush_counters()
+        yield store, at
+
+
+def _judged(report):
+    return {table: {k: v for k, v in counts.items() if v} for table, counts in report.items()}
+
+
+@pytest.mark.parametrize("window", [("2016-09-01", None), ("2016-09-18", None), ("2016-01-01", "2017-01-01"),
+                                    ("2016-09-18", "2016-09-22")])
+def test_a_day_range_judges_socorros_rows_as_the_whole_table_does(socorro_days, window):
+    """Issue 39, item 1: verify-indexes --since/--until read only the last day's crash rows of
+    their range (a late-bound day in each day's scans), so MISSING pointers of Socorro's rows on
+    the other days were neither reported nor repaired: one judgement, whatever the range."""
+    store, at = socorro_days
+    since, until = window
+    whole = _judged(scrutiny.verify_indexes(store.backend))
+    assert whole[K.SIGNATURE_OOID]["missing"] == 5 and whole[K.HANG_ID_SUBMITTED_TIME]["missing"] == 3
+    assert whole[K.LEGACY_UNPROCESSED_FLAG]["missing"] == 1  # the crash Socorro's dead processor took
+    assert _judged(scrutiny.verify_indexes(store.backend, since=since, until=until)) == whole
+    repaired = scrutiny.verify_indexes(store.backend, repair=True, since=since, until=until)
+    assert scrutiny.problems_left(repaired, repair=True) == 0
+    assert {t: c["repaired_missing"] for t, c in repaired.items()} == {t: c.get("missing", 0) for t, c in whole.items()}
+    after = scrutiny.verify_indexes(store.backend)
+    assert scrutiny.problems_left(after) == 0, _judged(after)
+    assert after[K.SIGNATURE_OOID]["foreign"] == 4 and after[K.HANG_ID_SUBMITTED_TIME]["foreign"] == 3
+
+
+def test_documented_steps_on_several_days_of_socorros_rows(socorro_days, backend_url):
+    """Issue 39, item 1: docs/migrating.md's steps, as written, on rows of the 2013 client, the
+    2016 storage and the happybase storage over four crash-id days: each step exits 0, the last
+    with Socorro's rows FOREIGN; every crash is then listed, queued or processed, and counted."""
+    store, at = socorro_days
+    days = SOCORRO_DAYS
+    url = ["--url", backend_url]
+    steps = [["verify-indexes", "--repair", "--since", "2016-01-01"], ["reconcile-queue"],
+             ["rollup", "--since", "2016-01-01"], ["verify-indexes", "--json"]]
+    results = [CliRunner().invoke(main, url + step) for step in steps]
+    assert [r.exit_code for r in results] == [0, 0, 0, 0], [r.output for r in results]
+    final = json.loads(results[3].stdout)
+    assert {t: c["foreign"] for t, c in final.items() if c["foreign"]} == {K.SIGNATURE_OOID: 4,
+                                                                          K.HANG_ID_SUBMITTED_TIME: 3}
+    by_time = sorted(at.values(), key=lambda item: (item[1], item[0]))
+    assert list(store.crashes_submitted(days[0], "2016-09-22")) == [c for c, _t in by_time]
+    assert scrutiny.count_queues(store.backend) == {"standard": 7, "legacy": 3, "priority": 0}
+    assert {q: n for q, n in store.queue_sizes().items() if q in ("standard", "legacy")} == {"standard": 7, "legacy": 3}
+    queued = {at[n][0] for n in ("plugin", "browser", "dead", "content", "happybase", "happybase_late", "plain")}
+    assert set(store.new_crashes()) == queued
+    assert list(store.crashes_by_signature("js::Taken")) == [at["taken"][0], at["processed_2016"][0]]
+    assert list(store.crashes_by_signature("js::Happy")) == [at["happybase_done"][0]]
+    for day in days:
+        assert store.get_metrics(day.strftime("%Y-%m-%d"))["submitted_crash_reports"] == 3, day
+    assert store.get_metrics("2016-09")["submitted_crash_reports"] == 12

@@ -167,25 +167,34 @@ def _crash_pages(backend, since, until, page_size=PAGE, progress=lambda phase, d
     """Pages of ``[(crash id, cells)]``: every crash row, or those of crash-id days in range
     (``progress`` told of each day read, or of the one full scan)."""
     if since is None:
-        steps = [("crash rows", [backend.scan(K.CRASH_REPORTS, columns=_COLUMNS, page_size=page_size)])]
+        steps = [("crash rows", backend.scan(K.CRASH_REPORTS, columns=_COLUMNS, page_size=page_size))]
     else:
         # only the days that hold data (skipped to, as rollup does): a calendar walk cost 16
         # scans for every empty day since ``since``
-        steps = [("days", (backend.scan(K.CRASH_REPORTS, prefix=K.crash_day_prefix(salt_char, day),
-                                        columns=_COLUMNS, page_size=page_size) for salt_char in K.SALTS))
+        steps = [("days", _day_rows(backend, day, page_size))
                  for day in data_days.days_with_data(backend, since.date(), until.date())]
     page = {}
-    for done, (phase, scans) in enumerate(steps, 1):
-        for scan in scans:
-            for row, cells in scan:
-                if K.COL_SUBMITTED in cells and K.COL_OOID in cells:
-                    page[row] = cells
-                if len(page) >= page_size:
-                    yield _page_of(backend, page)
-                    page = {}
+    for done, (phase, rows) in enumerate(steps, 1):
+        for row, cells in rows:
+            if K.COL_SUBMITTED in cells and K.COL_OOID in cells:
+                page[row] = cells
+            if len(page) >= page_size:
+                yield _page_of(backend, page)
+                page = {}
         progress(phase, done, len(steps))
     if page:
         yield _page_of(backend, page)
+
+
+def _day_rows(backend, day, page_size):
+    """The crash rows of one crash-id day, salt by salt.
+
+    A function, so that ``day`` is bound when it is called: a generator expression built in
+    the loop over the days read the loop variable when it ran, after the loop, so every step
+    read the last day (issue 39: ``--since`` missed the MISSING pointers of every other day)."""
+    for salt_char in K.SALTS:
+        yield from backend.scan(K.CRASH_REPORTS, prefix=K.crash_day_prefix(salt_char, day), columns=_COLUMNS,
+                                page_size=page_size)
 
 
 def _page_of(backend, page):

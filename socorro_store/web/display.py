@@ -67,6 +67,13 @@ def duration(value):
     return f"{seconds:,} second{'s' if seconds != 1 else ''}" + (f" ({' '.join(parts)})" if parts else "")
 
 
+def percent(value):
+    """A number as ``87%`` (crash-stats' bit-flip confidence); anything else as text."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:g}%"
+    return text(value)
+
+
 def text(value):
     """Any stored value as text: None and empty text are nothing (None); booleans as words;
     lists of scalars one per line; objects as JSON."""

@@ -8,7 +8,9 @@ annotations, ``processed_crash`` the public processed fields.  An operator repla
 
 A name allows the whole value under it.  A dotted path allows one key inside an object and
 nothing else of it: ``json_dump.modules.filename`` keeps each module's ``filename`` (lists are
-stepped through: a path names the keys of the objects a list holds).  Where a path expects an
+stepped through: a path names the keys of the objects a list holds).  ``*`` stands for any key
+(the schemas' ``^.+$`` pattern: ``telemetry_environment.addons.activeAddons.*.name`` keeps each
+add-on's name, whatever its id); a key named exactly is matched first.  Where a path expects an
 object but the stored value is a scalar, the value is withheld: it is none of the keys allowed.
 
 The filter counts what it withholds (keys, once per path, not once per list item), so a page can
@@ -22,6 +24,7 @@ from ..errors import InvalidArgument
 
 DEFAULT_FILE = Path(__file__).with_name("public_fields.json")
 KINDS = ("raw_crash", "processed_crash")
+ANY_KEY = "*"
 _DROP = object()
 
 
@@ -56,10 +59,11 @@ def _filter(value, tree, path, withheld):
     out = {}
     for key, item in value.items():
         where = f"{path}.{key}" if path else str(key)
-        if key not in tree:
+        below = tree.get(key, tree.get(ANY_KEY))
+        if below is None:
             withheld.add(where)
             continue
-        kept = _filter(item, tree[key], where, withheld)
+        kept = _filter(item, below, where, withheld)
         if kept is not _DROP:
             out[key] = kept
     return out
@@ -98,7 +102,7 @@ class PublicFields:
         """Whether every value at the dotted ``path`` of ``kind`` is public (wholly allowed)."""
         node = self.trees[kind]
         for part in path.split("."):
-            node = node.get(part) if isinstance(node, dict) else node
+            node = node.get(part, node.get(ANY_KEY)) if isinstance(node, dict) else node
             if node is True:
                 return True
             if node is None:

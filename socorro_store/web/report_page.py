@@ -7,7 +7,12 @@
 - **Crashing thread**: its frames (frame, module, function, file:line), from
   ``json_dump.crashing_thread``, else ``json_dump.threads[crashing_thread]`` (the index in the
   processed crash, else in ``json_dump.crash_info``).
-- **Modules**: filename, version, debug id, debug file, code id, from ``json_dump.modules``.
+- **Java exception** (a Java crash): each exception's class, message and frames (module,
+  function, file:line, in app), from ``java_exception.exception.values``.
+- **Modules**: filename, version, debug id, debug file, code id, from ``json_dump.modules``; the
+  **unloaded modules** (filename, code id, signed by) from ``json_dump.unloaded_modules``.
+- **Extensions**: the ``addons`` list (``id:version``), with each one's name, system flag and
+  signed state from the telemetry environment's ``addons.activeAddons`` when it has them.
 - The raw annotations and the processed crash, and the processing state and dumps.
 
 Without ``unredacted`` both documents go through the allowlist (:mod:`.public_fields`) first, and
@@ -18,6 +23,8 @@ unexpected type: the page shows what the crash has (:mod:`.display`), never fail
 
 Reads: the crash's processing state and summary (its dumps' sizes), raw crash, processed crash.
 """
+
+import json
 
 from ..errors import CrashIDNotFound, UnreadableDocument
 from . import display
@@ -50,6 +57,8 @@ DETAILS = [
     ("Startup Crash", ("startup_crash",), None, display.yes_no),
     ("App Notes", ("app_notes",), "Notes", display.text),
     ("Processor Notes", ("processor_notes",), None, display.text),
+    ("Possible Bit Flips Max Confidence", ("possible_bit_flips_max_confidence",), None, display.percent),
+    ("Crash Inconsistencies", ("crash_inconsistencies",), None, display.text),
 ]
 
 
@@ -89,7 +98,11 @@ def crashing_thread(processed):
     thread = dump.get("crashing_thread")
     index = None
     if isinstance(thread, dict) and isinstance(thread.get("frames"), list):
-        index = _index(thread.get("thread_index"))
+        # threads_index is the schema's name; thread_index what older stackwalkers wrote
+        index = _index(thread.get("threads_index"))
+        index = _index(thread.get("thread_index")) if index is None else index
+        if index is None:
+            index = _index(processed.get("crashing_thread"))
     else:
         index = _index(processed.get("crashing_thread"))
         if index is None:
@@ -102,6 +115,9 @@ def crashing_thread(processed):
     for number, frame in enumerate(thread["frames"][:MAX_FRAMES]):
         if not isinstance(frame, dict):
             continue
+        if isinstance(frame.get("truncated"), dict):  # the stackwalker's marker for frames left out
+            frames.append({"truncated": display.text(frame["truncated"].get("msg")) or "frames truncated"})
+            continue
         function = display.text(frame.get("function"))
         module = display.text(frame.get("module"))
         if function is None:  # no symbols: crash-stats shows where in the module
@@ -111,7 +127,28 @@ def crashing_thread(processed):
         frames.append({"frame": display.text(frame.get("frame")) or str(number), "module": module,
                        "function": function, "source": f"{file}:{line}" if file and line else file})
     return {"index": index, "name": display.text(thread.get("thread_name")), "frames": frames,
-            "truncated": len(thread["frames"]) > MAX_FRAMES}
+            "truncated": len(thread["frames"]) > MAX_FRAMES or thread.get("truncated") is True}
+
+
+def java_exception(processed):
+    """``[{"module", "type", "message", "frames": [{"module", "function", "source", "in_app"}]}]``
+    of ``java_exception.exception.values`` (crash-stats' Java crash frames)."""
+    values = _dict(_dict(processed.get("java_exception")).get("exception")).get("values")
+    out = []
+    for value in values if isinstance(values, list) else []:
+        trace = _dict(_dict(value).get("stacktrace"))
+        if not trace:
+            continue
+        frames = []
+        for frame in (trace.get("frames") if isinstance(trace.get("frames"), list) else [])[:MAX_FRAMES]:
+            frame = _dict(frame)
+            file, line = display.text(frame.get("filename")), display.text(frame.get("lineno"))
+            frames.append({"module": display.text(frame.get("module")), "function": display.text(frame.get("function")),
+                           "source": f"{file}:{line}" if file and line else file,
+                           "in_app": display.yes_no(frame["in_app"]) if "in_app" in frame else None})
+        out.append({"module": display.text(trace.get("module")), "type": display.text(trace.get("type")),
+                    "message": display.text(trace.get("value")), "frames": frames})
+    return out
 
 
 def modules(processed):
@@ -122,6 +159,46 @@ def modules(processed):
     fields = ("filename", "version", "debug_id", "debug_file", "code_id")
     return [{name: display.text(module.get(name)) for name in fields}
             for module in found[:MAX_MODULES] if isinstance(module, dict)]
+
+
+def unloaded_modules(processed):
+    """``[{"filename", "code_id", "cert_subject"}]`` of ``json_dump.unloaded_modules``."""
+    found = _dict(processed.get("json_dump")).get("unloaded_modules")
+    if not isinstance(found, list):
+        return []
+    fields = ("filename", "code_id", "cert_subject")
+    return [{name: display.text(module.get(name)) for name in fields}
+            for module in found[:MAX_MODULES] if isinstance(module, dict)]
+
+
+def _active_addons(processed, raw):
+    found = _dict(_dict(processed.get("telemetry_environment")).get("addons")).get("activeAddons")
+    if isinstance(found, dict):
+        return found
+    try:  # the raw annotation is the same environment as JSON text
+        environment = json.loads(raw.get("TelemetryEnvironment") or "{}")
+    except (TypeError, ValueError, RecursionError):
+        return {}
+    return _dict(_dict(_dict(environment).get("addons")).get("activeAddons"))
+
+
+def extensions(processed, raw):
+    """``[{"id", "version", "name", "is_system", "signed_state"}]`` of the ``addons`` list
+    (``id:version`` each), as crash-stats' Extensions tab shows them."""
+    addons = processed.get("addons")
+    if not isinstance(addons, list):
+        return []
+    active = _active_addons(processed, raw)
+    out = []
+    for line in addons[:MAX_MODULES]:
+        if not isinstance(line, str) or not line:
+            continue
+        addon_id, _, version = line.partition(":")
+        more = _dict(active.get(addon_id))
+        out.append({"id": addon_id, "version": version.split(":")[0] or None,
+                    "name": display.text(more.get("name")), "is_system": display.text(more.get("isSystem")),
+                    "signed_state": display.text(more.get("signedState"))})
+    return out
 
 
 def report(store, crash_id, public_fields, unredacted=False):
@@ -150,6 +227,7 @@ def report(store, crash_id, public_fields, unredacted=False):
     raw = raw if isinstance(raw, dict) else {}
     shown = processed if isinstance(processed, dict) else {}
     return {"crash_id": crash_id, "state": summary, "details": details(shown, raw),
-            "crashing_thread": crashing_thread(shown), "modules": modules(shown),
+            "crashing_thread": crashing_thread(shown), "java_exception": java_exception(shown),
+            "modules": modules(shown), "unloaded_modules": unloaded_modules(shown), "extensions": extensions(shown, raw),
             "raw_crash": raw, "processed_crash": processed, "dumps": summary["dumps"], "unredacted": unredacted,
             "withheld": withheld, "unreadable": unreadable}

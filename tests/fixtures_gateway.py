@@ -1,14 +1,14 @@
 """Session fixtures: ``socorro-store serve`` as a subprocess on a free loopback port.
 
 Each fixture starts ``python -m socorro_store --url embedded://TMP serve --port 0 …`` (a
-:class:`chaos_harness.Gateway`), waits for its "serving … on 127.0.0.1:PORT" line and
+:class:`servers.gateway.Gateway`), waits for its "serving … on 127.0.0.1:PORT" line and
 yields it; ``*_url`` fixtures give ``hbase://127.0.0.1:PORT?transport=…&protocol=…`` (and the framed
 gateway's ``max_frame_mb``, so the client splits its requests to the server's limit).  The process
 is stopped with SIGTERM at the end of the session.
 """
 
 import pytest
-from chaos_harness import Gateway as GatewayProcess
+from servers.gateway import Gateway as GatewayProcess
 
 
 def _start(tmp_path_factory, transport, protocol):

@@ -1,7 +1,7 @@
 """Session fixtures: a real Apache HBase 2.6 (no Docker), and table sets reused between tests.
 
 ``hbase_real_url`` is ``$SOCORRO_STORE_TEST_HBASE`` (``hbase://HOST:PORT…``: an operator's own
-cluster, or one already running) when it is set; otherwise :class:`local_hbase.LocalHBase` starts
+cluster, or one already running) when it is set; otherwise :class:`servers.hbase_standalone.LocalHBase` starts
 one for the session (jars fetched from Maven Central on first use and cached outside the repo),
 with HBase's Thrift2 server beside its Thrift1 one: ``hbase_real_thrift2_url`` (beside
 ``$SOCORRO_STORE_TEST_HBASE``, ``$SOCORRO_STORE_TEST_HBASE_THRIFT2`` names one, an
@@ -36,10 +36,11 @@ from socorro_store.schema.spec_loader import load_specs
 
 def _start_local_hbase(tmp_path_factory, region_servers=0):
     try:
-        from local_hbase import HBaseUnavailable, LocalHBase, require_tools
-        from local_hbase_cluster import LocalHBaseCluster
+        from servers.hbase_jars import HBaseUnavailable, require_tools
+        from servers.hbase_standalone import LocalHBase
+        from servers.local_hbase_cluster import LocalHBaseCluster
     except ImportError as exc:  # pragma: no cover - tools/ is on pytest's pythonpath
-        pytest.skip(f"tools/local_hbase.py not importable: {exc}")
+        pytest.skip(f"tools/servers/local_hbase.py not importable: {exc}")
     try:
         require_tools()
     except HBaseUnavailable as exc:
@@ -60,7 +61,7 @@ def _start_local_hbase(tmp_path_factory, region_servers=0):
 def hbase_real(request, tmp_path_factory):
     """``(url, LocalHBase or None)``; skips without Java or Maven.  With ``--hbase-real-cluster N``
     (or ``$SOCORRO_STORE_TEST_HBASE_CLUSTER=N``) the local HBase is a cluster of N region servers
-    (``local_hbase_cluster.LocalHBaseCluster``, N Thrift1 and N Thrift2 servers)."""
+    (``servers.local_hbase_cluster.LocalHBaseCluster``, N Thrift1 and N Thrift2 servers)."""
     external = os.environ.get("SOCORRO_STORE_TEST_HBASE")
     if external:
         yield external, None
@@ -238,13 +239,13 @@ def cluster_wanted(config):
 
 @pytest.fixture(scope="session")
 def hbase_cluster(request, tmp_path_factory):
-    """A started ``local_hbase_cluster.LocalHBaseCluster`` of 3 region servers (Thrift1 and Thrift2
+    """A started ``servers.local_hbase_cluster.LocalHBaseCluster`` of 3 region servers (Thrift1 and Thrift2
     servers, one each per region server).  Opt-in: ``--run-cluster`` or ``$SOCORRO_STORE_TEST_CLUSTER=1``."""
     if not cluster_wanted(request.config):
         pytest.skip(f"the HBase cluster tests start 11 JVMs (~1 min here): opt in with --run-cluster "
                     f"or {CLUSTER_ENV}=1")
-    from local_hbase import HBaseUnavailable, require_tools
-    from local_hbase_cluster import LocalHBaseCluster
+    from servers.hbase_jars import HBaseUnavailable, require_tools
+    from servers.local_hbase_cluster import LocalHBaseCluster
 
     try:
         require_tools()

@@ -5,7 +5,7 @@ import random
 import uuid
 from datetime import datetime, timedelta, timezone
 
-from chaos_harness import live_counters  # noqa: F401 - shared with the tests
+from faults.chaos_workload import live_counters  # noqa: F401 - shared with the tests
 
 from socorro_store.schema import keys as K
 

@@ -1,16 +1,16 @@
 """Durability: SIGKILL the writer (embedded store) or the gateway mid-ingest, reopen, check.
 
-Each trial runs real child processes (``python tools/chaos_harness.py writer``) that acknowledge a
+Each trial runs real child processes (``python tools/faults/chaos_harness.py writer``) that acknowledge a
 crash on a file only after its save returned.  After the kill: every acknowledged crash (and every
 acknowledged processed crash) reads back exactly with its dumps, no crash row lacks its queue
 pointer, ``verify-indexes --repair`` leaves 0 MISSING / 0 ORPHAN, ``rollup`` + ``reconcile-queue``
-make every counter exact, and SQLite's integrity check passes.  ``tools/chaos.py`` runs the long
+make every counter exact, and SQLite's integrity check passes.  ``tools/faults/chaos.py`` runs the long
 version.
 """
 
 import random
 
-import chaos_harness as chaos
+from faults import chaos_harness as chaos
 import pytest
 
 

@@ -12,9 +12,9 @@ import random
 import socket
 import uuid
 
-import chaos_harness as chaos
+from faults import chaos_harness as chaos
 import pytest
-from faultproxy import FAULTS, FaultProxy
+from faults.faultproxy import FAULTS, FaultProxy
 
 from socorro_store.backends import Increment, RowMutation, open_backend
 from socorro_store.errors import BackendUnavailable

@@ -1,10 +1,10 @@
-"""Faults on a real Apache HBase (tools/local_hbase.py): its processes killed, its replies lost.
+"""Faults on a real Apache HBase (tools/servers/local_hbase.py): its processes killed, its replies lost.
 
 The module starts a private HBase of its own (never the session's, which other tests share):
 its processes are SIGKILLed here.
 
 * HBase's Thrift server SIGKILLed mid-ingest (writer and processor child processes acknowledging
-  crashes, ``tools/chaos_harness.py``), then restarted on the same port: every acknowledged crash
+  crashes, ``tools/faults/chaos_harness.py``), then restarted on the same port: every acknowledged crash
   reads back, no crash row lacks its queue pointer, the queue yields no crash twice and none that
   was acknowledged as processed, counters are exact after rollup.
 * The HBase JVM (master, region server and ZooKeeper) SIGKILLed mid-ingest, restarted on the same
@@ -22,9 +22,9 @@ import random
 import time
 import uuid
 
-import chaos_harness as chaos
+from faults import chaos_harness as chaos
 import pytest
-from faultproxy import FAULTS, FaultProxy
+from faults.faultproxy import FAULTS, FaultProxy
 
 from socorro_store.backends import Increment, RowMutation, open_backend
 from socorro_store.errors import BackendUnavailable
@@ -39,7 +39,8 @@ RESTART_TIMEOUT_S = 240  # a deadline for HBase to come back, not a figure asser
 @pytest.fixture(scope="module")
 def hbase(tmp_path_factory):
     """A LocalHBase of this module's own (its processes get killed)."""
-    from local_hbase import HBaseUnavailable, LocalHBase, require_tools
+    from servers.hbase_jars import HBaseUnavailable, require_tools
+    from servers.hbase_standalone import LocalHBase
 
     try:
         require_tools()

@@ -11,7 +11,7 @@ caller gets ``BackendUnavailable``; increments, appends and check-and-put are ne
 import uuid
 
 import pytest
-from faultproxy import FAULTS, FaultProxy
+from faults.faultproxy import FAULTS, FaultProxy
 
 from socorro_store.backends import Increment, RowMutation, open_backend
 from socorro_store.errors import BackendUnavailable

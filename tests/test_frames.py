@@ -10,7 +10,7 @@ import uuid
 
 import happybase  # noqa: F401  (registers the Hbase_thrift module)
 import pytest
-from chaos_harness import Gateway
+from servers.gateway import Gateway
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from store_helpers import all_rows, crash_id, processed, raw_crash

@@ -5,7 +5,7 @@ huge and empty values and wrong types.  Every call either raises a typed ``Socor
 changes nothing in any table, or succeeds and reads back exactly (as JSON, the documented format).
 
 Counts (inputs tried, typed errors, round trips, partial writes) are printed at the end of the
-module and, when ``SOCORRO_FUZZ_STATS`` names a file, written there as JSON (``tools/chaos.py
+module and, when ``SOCORRO_FUZZ_STATS`` names a file, written there as JSON (``tools/faults/chaos.py
 --fuzz`` uses it).  ``SOCORRO_FUZZ_EXAMPLES`` raises the number of examples per test.
 """
 

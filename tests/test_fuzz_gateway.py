@@ -17,7 +17,7 @@ import socket
 import struct
 import sys
 
-import chaos_harness as chaos
+from faults import chaos_harness as chaos
 import happybase
 import pytest
 from thriftpy2.protocol import TBinaryProtocol, TCompactProtocol

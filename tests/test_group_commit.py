@@ -8,7 +8,7 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from faultproxy import FaultProxy
+from faults.faultproxy import FaultProxy
 from store_helpers import BASE_TIME, all_rows, crash_id, processed, raw_crash
 
 from socorro_store import CrashConflict, CrashIDNotFound, InvalidArgument, open_store

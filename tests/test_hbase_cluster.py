@@ -1,5 +1,5 @@
 """The store on a pseudo-distributed HBase: ZooKeeper, a master, 3 region servers and 3 Thrift1
-and 3 Thrift2 servers, each its own JVM (``tools/local_hbase_cluster.py``; issue 31, parts 1-3).
+and 3 Thrift2 servers, each its own JVM (``tools/servers/local_hbase_cluster.py``; issue 31, parts 1-3).
 
 Opt-in (11 JVMs): ``pytest --run-cluster tests/test_hbase_cluster.py`` or
 ``SOCORRO_STORE_TEST_CLUSTER=1``.  ``-s`` prints how long the cluster took to start.
@@ -9,7 +9,7 @@ import json
 import uuid
 
 import pytest
-from chaos_harness import make_raw
+from faults.chaos_workload import make_raw
 
 from socorro_store import CrashStore
 from socorro_store.backends.hbase import HBaseBackend

@@ -16,7 +16,7 @@ Opt-in, like tests/test_hbase_cluster.py (11 JVMs, ~1-2 min a fault here):
 asserts on time.
 """
 
-import cluster_faults
+from faults import cluster_faults
 import pytest
 
 

@@ -12,8 +12,8 @@ so a call's effect can be counted wherever it went).
 import signal
 
 import pytest
-from chaos_harness import Gateway
-from faultproxy import FaultProxy
+from faults.faultproxy import FaultProxy
+from servers.gateway import Gateway
 
 from socorro_store.backends import RowMutation, open_backend
 from socorro_store.backends.hbase import HBaseBackend

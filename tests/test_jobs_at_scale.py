@@ -11,7 +11,7 @@ import tracemalloc
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from bulk_crashes import load_direct
+from bench.bulk_crashes import load_direct
 from click.testing import CliRunner
 
 from socorro_store import open_store

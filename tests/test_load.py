@@ -1,12 +1,12 @@
 """Load through one gateway: collector and processor processes; exactly-once processing.
 
 The quick version (2 collectors + 2 processors, 400 crashes) runs in the normal suite; the full
-one (4 + 4, 20,000 crashes) is ``@slow`` and in ``tools/chaos.py --load``.  Checks: every crash
+one (4 + 4, 20,000 crashes) is ``@slow`` and in ``tools/faults/chaos.py --load``.  Checks: every crash
 processed exactly once, 0 errors, nothing lost, counters exact after a rollup.  Throughput,
 latency and the gateway's peak RSS are printed (figures, not assertions).
 """
 
-import chaos_harness as chaos
+from faults import chaos_harness as chaos
 import pytest
 
 

@@ -1,4 +1,4 @@
-"""Issue 32, defect 11: nothing ``tools/local_hbase.py`` starts may outlive it.
+"""Issue 32, defect 11: nothing ``tools/servers/local_hbase.py`` starts may outlive it.
 
 Its JVMs run in sessions of their own (a terminal's Ctrl-C reaches none of them), so a failure
 while starting, or a second Ctrl-C while stopping, used to leave the master running.  Stand-in
@@ -9,7 +9,7 @@ import signal
 import subprocess
 
 import pytest
-from local_hbase import LocalHBase
+from servers.hbase_standalone import LocalHBase
 
 
 def _stand_in():
@@ -19,7 +19,7 @@ def _stand_in():
 @pytest.fixture
 def hbase(tmp_path, monkeypatch):
     local = LocalHBase(tmp_path, log=lambda msg: None)
-    monkeypatch.setattr("local_hbase.fetch_jars", lambda version, log=None: tmp_path)
+    monkeypatch.setattr("servers.hbase_standalone.fetch_jars", lambda version, log=None: tmp_path)
     monkeypatch.setattr(local, "_configure", lambda: None)
     started = []
     yield local, started
@@ -65,14 +65,14 @@ def test_a_second_ctrl_c_while_stopping_still_ends_every_process(hbase, monkeypa
         assert proc.returncode == -signal.SIGKILL
 
 
-# -- the cluster (tools/local_hbase_cluster.py): 3 + 2N processes, the same guarantees ------------
+# -- the cluster (tools/servers/local_hbase_cluster.py): 3 + 2N processes, the same guarantees ------------
 
 @pytest.fixture
 def cluster(tmp_path, monkeypatch):
-    from local_hbase_cluster import LocalHBaseCluster
+    from servers.local_hbase_cluster import LocalHBaseCluster
 
     local = LocalHBaseCluster(tmp_path, region_servers=2, thrift2=True, log=lambda msg: None)
-    monkeypatch.setattr("local_hbase_cluster.fetch_jars", lambda version, log=None: tmp_path)
+    monkeypatch.setattr("servers.local_hbase_cluster.fetch_jars", lambda version, log=None: tmp_path)
     monkeypatch.setattr(local, "_configure", lambda: None)
     monkeypatch.setattr(local, "_wait_zookeeper", lambda deadline: None)
     local.ports = {role: [0] * len(procs) for role, procs in local.procs.items()}

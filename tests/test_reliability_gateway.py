@@ -12,7 +12,7 @@ from contextlib import closing
 
 import happybase
 import pytest
-from chaos_harness import Gateway
+from servers.gateway import Gateway
 from thriftpy2.protocol import TBinaryProtocol, TCompactProtocol
 from thriftpy2.thrift import TApplicationException, TMessageType
 from thriftpy2.transport import TMemoryBuffer, TTransportException

@@ -1,4 +1,4 @@
-"""tools/soak.py in short mode: on the embedded engine and through a real `socorro-store serve`.
+"""tools/faults/soak.py in short mode: on the embedded engine and through a real `socorro-store serve`.
 
 Each run saves real crashes with collector threads while processor threads take and process
 them; the soak's JSON must account for every crash exactly once, report each window's figures,
@@ -10,7 +10,7 @@ import json
 from datetime import datetime
 
 import pytest
-import soak
+from faults import soak
 
 from socorro_store import open_store
 

@@ -24,7 +24,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from chaos_harness import DAY, counter_drift, expected_counters, live_counters, make_raw, processed_doc
+from faults.chaos_workload import DAY, counter_drift, expected_counters, live_counters, make_raw, processed_doc
 
 from socorro_store.backends import open_backend
 from socorro_store.crashstore.store import CrashStore

@@ -2,7 +2,7 @@
 
 Field ids, types and required-ness are the wire protocol: a wrong id or type would make HBase
 read a field as another or skip it.  HBase's IDL is in the hbase-thrift jar that
-``tools/local_hbase.py`` fetches (``org/apache/hadoop/hbase/thrift2/hbase.thrift``); without the
+``tools/servers/local_hbase.py`` fetches (``org/apache/hadoop/hbase/thrift2/hbase.thrift``); without the
 jar (no Java or Maven, nothing cached) the comparison skips and says so.  The checks themselves
 are tested on a deliberately wrong IDL, so they would fail if an id or a type were wrong.
 """
@@ -23,9 +23,9 @@ JAR_IDL = "org/apache/hadoop/hbase/thrift2/hbase.thrift"
 def _hbase_thrift_jar():
     """The cached hbase-thrift jar, or skip saying why there is none."""
     try:
-        from local_hbase import HBaseUnavailable, cache_root, fetch_jars
+        from servers.hbase_jars import HBaseUnavailable, cache_root, fetch_jars
     except ImportError as exc:  # pragma: no cover - tools/ is on pytest's pythonpath
-        pytest.skip(f"tools/local_hbase.py not importable: {exc}")
+        pytest.skip(f"tools/servers/local_hbase.py not importable: {exc}")
     cached = sorted(cache_root().glob("*/lib/hbase-thrift-*.jar"))
     if not cached:
         try:

@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """Opt-in chaos soak: kill trials (writer, gateway), transient faults, load; prints a table.
 
-    python tools/chaos.py --writer-trials 10 --gateway-trials 10 --fault-trials 3 --load-crashes 20000
-    python tools/chaos.py --duration 600          # repeat the trials until 10 minutes have passed
-    python tools/chaos.py --fuzz 1000             # also the hypothesis API fuzz, 1000 examples/test
+    python tools/faults/chaos.py --writer-trials 10 --gateway-trials 10 --fault-trials 3 --load-crashes 20000
+    python tools/faults/chaos.py --duration 600          # repeat the trials until 10 minutes have passed
+    python tools/faults/chaos.py --fuzz 1000             # also the hypothesis API fuzz, 1000 examples/test
 
 Every trial runs in a fresh directory under --dir (default: a temporary one).  "faults" counts
 SIGKILLs for kill trials and injected proxy faults for fault trials.  Exit code 1 when any
@@ -19,9 +19,11 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+# the checkout (its socorro_store, and the tests run with --fuzz) and tools/ (the harness's packages)
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."),
+                os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")]
 
-import chaos_harness as chaos  # noqa: E402
+from faults import chaos_harness as chaos  # noqa: E402
 
 PROBLEMS = ("lost_processed", "half_visible", "missing_after", "orphan_after", "queue_drift_after",
             "raw_errors", "integrity")
@@ -110,7 +112,7 @@ def main():
         stats_path = os.path.join(root, "fuzz-stats.json")
         env = {**os.environ, "SOCORRO_FUZZ_EXAMPLES": str(args.fuzz), "SOCORRO_FUZZ_STATS": stats_path}
         code = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore",
-                                os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
                                              "test_fuzz_api.py")], env=env, stdout=subprocess.DEVNULL)
         with open(stats_path) as handle:
             stats = json.load(handle)

@@ -1,6 +1,6 @@
 """Faults on a local HBase cluster under production-shape ingest (issue 31, part 4).
 
-    python tools/cluster_faults.py [--dir DIR] [--region-servers 3] [--faults regionserver,thrift,move-split,master]
+    python tools/faults/cluster_faults.py [--dir DIR] [--region-servers 3] [--faults regionserver,thrift,move-split,master]
 
 Starts a :class:`local_hbase_cluster.LocalHBaseCluster` (ZooKeeper, a master, N region servers,
 N Thrift1 and N Thrift2 servers), then runs one trial per fault, each on a fresh table prefix
@@ -35,9 +35,10 @@ import tempfile
 import time
 import uuid
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+if not __package__:  # run as a file: tools/ goes on sys.path, so its packages import
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import chaos_harness as chaos  # noqa: E402
+from faults import chaos_harness as chaos  # noqa: E402
 
 FAULTS = ("regionserver", "thrift", "move-split", "master")
 #: the Thrift API the ingest goes through.  Thrift2 by default: its scans are one stateless call
@@ -176,7 +177,7 @@ def problems(result):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python tools/cluster_faults.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python tools/faults/cluster_faults.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", help="the cluster's directory (default: a new temporary one)")
     parser.add_argument("--region-servers", type=int, default=3)
     parser.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated, of {', '.join(FAULTS)}")
@@ -189,7 +190,7 @@ def main(argv=None):
     unknown = set(faults) - set(FAULTS)
     if unknown:
         parser.error(f"unknown faults {sorted(unknown)} (of {', '.join(FAULTS)})")
-    from local_hbase_cluster import LocalHBaseCluster
+    from servers.local_hbase_cluster import LocalHBaseCluster
 
     directory = args.dir or tempfile.mkdtemp(prefix="cluster-faults-")
     cluster = LocalHBaseCluster(directory, region_servers=args.region_servers, thrift2=True, log=print)

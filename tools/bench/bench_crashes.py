@@ -12,7 +12,7 @@ Like is compared with like: every ratio is labelled with both of its modes.
   p   production shape, this store: T collector threads calling ``save_raw_crash`` (one crash
       per call) while T processor threads each iterate ``new_crashes()`` and call
       ``save_processed`` per crash, until every crash is processed
-  pb  production shape, Socorro (tools/socorro_2013.py, which cites Socorro's source): T
+  pb  production shape, Socorro (tools/bench/socorro_2013.py, which cites Socorro's source): T
       collector threads doing Socorro's ``save_raw_crash`` calls; T processor threads sharing
       one 16-scanner queue pass as Socorro's processor did (each pulls the pass's next row under
       a lock, then runs Socorro's ``save_processed``; see ``socorro_2013.SharedPass``)
@@ -36,11 +36,11 @@ The headline is p/pb, through ``socorro-store serve`` (``--gateway``).  Targets 
 p/pb >= 5x metadata-only and >= 2.5x with 150 KB dumps, p <= 2 calls per crash; a1 <= 8 calls
 per plain crash; a2/b >= 10x metadata-only and >= 2.5x with dumps (a2 beside c2 and c1).
 
-    PYTHONPATH=. python tools/bench_crashes.py                 # embedded, temp directory
-    PYTHONPATH=. python tools/bench_crashes.py --gateway       # a `socorro-store serve` it starts
-    PYTHONPATH=. python tools/bench_crashes.py --url hbase://127.0.0.1:9090 --modes p,pb
-    PYTHONPATH=. python tools/bench_crashes.py --local-hbase /tmp/bench-hbase   # a real HBase it starts
-    PYTHONPATH=. python tools/bench_crashes.py --local-hbase /tmp/bench-c3 --local-hbase-cluster 3 --modes p
+    PYTHONPATH=. python tools/bench/bench_crashes.py                 # embedded, temp directory
+    PYTHONPATH=. python tools/bench/bench_crashes.py --gateway       # a `socorro-store serve` it starts
+    PYTHONPATH=. python tools/bench/bench_crashes.py --url hbase://127.0.0.1:9090 --modes p,pb
+    PYTHONPATH=. python tools/bench/bench_crashes.py --local-hbase /tmp/bench-hbase   # a real HBase it starts
+    PYTHONPATH=. python tools/bench/bench_crashes.py --local-hbase /tmp/bench-c3 --local-hbase-cluster 3 --modes p
 
 Each mode also reports the CPU each side used over its run, in cores (1.0 = one core busy): the
 client process (``time.process_time()``, all its threads), the server processes (the gateway, or
@@ -61,7 +61,10 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from bench_common import (
+if not __package__:  # run as a file: tools/ goes on sys.path, so its packages import
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bench_common import (  # noqa: E402
     CpuShare,
     PhaseCalls,
     RoleCalls,
@@ -72,12 +75,11 @@ from bench_common import (
     start_local_hbase,
     with_pool_size,
 )
-from socorro_2013 import SharedPass, Socorro2013, crash_row_puts, processed_puts
-
-from socorro_store import open_store
-from socorro_store.backends import RowMutation
-from socorro_store.demo import synthetic_crashes
-from socorro_store.schema import keys as K
+from bench.socorro_2013 import SharedPass, Socorro2013, crash_row_puts, processed_puts  # noqa: E402
+from socorro_store import open_store  # noqa: E402
+from socorro_store.backends import RowMutation  # noqa: E402
+from socorro_store.demo import synthetic_crashes  # noqa: E402
+from socorro_store.schema import keys as K  # noqa: E402
 
 DAY = datetime(2016, 9, 18, tzinfo=timezone.utc).date()
 SECONDS_PER_CRASH = 86400 / 3_000_000
@@ -444,10 +446,10 @@ def main(argv=None):
     target.add_argument("--url", default=None, help="store URL (default: embedded in a temp dir)")
     target.add_argument("--gateway", action="store_true", help="start a `socorro-store serve` and bench through it")
     target.add_argument("--local-hbase", metavar="DIR",
-                        help="start a private Apache HBase + Thrift1 (tools/local_hbase.py) under DIR and bench on it")
+                        help="start a private Apache HBase + Thrift1 (tools/servers/local_hbase.py) under DIR and bench on it")
     parser.add_argument("--local-hbase-cluster", type=int, metavar="N", default=None,
                         help="with --local-hbase: start a cluster of N region servers there instead "
-                             "(tools/local_hbase_cluster.py); the modes go through the URL naming its N Thrift2 servers")
+                             "(tools/servers/local_hbase_cluster.py); the modes go through the URL naming its N Thrift2 servers")
     parser.add_argument("--thrift2", nargs="?", const="local", metavar="URL",
                         help="also run this store's modes (p, a1, a2, p@N) on HBase's Thrift2 server, as MODE~t2: "
                              "the one --local-hbase starts beside its Thrift1 server, or URL (hbase://H:P?api=thrift2)")
@@ -461,7 +463,7 @@ def main(argv=None):
                              "count, the first as p, the others as p@N")
     parser.add_argument("--gateway-caches", choices=("capped", "default"), default="capped",
                         help="the gateway's SQLite page caches: capped (the engine's) or SQLite's default "
-                             "2 MB a connection (tools/serve_default_caches.py), to compare")
+                             "2 MB a connection (tools/bench/serve_default_caches.py), to compare")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
@@ -474,13 +476,13 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="bench-crashes-") as workdir:
         gateway, hbase, url, servers = None, None, args.url, {}
         if args.gateway:
-            from chaos_harness import Gateway
+            from servers.gateway import Gateway
             program = ("-m", "socorro_store") if args.gateway_caches == "capped" else \
                 (str(Path(__file__).with_name("serve_default_caches.py")),)
             gateway = Gateway(f"{workdir}/gateway", program=program)
             url, servers = gateway.url(), {"gateway": gateway.proc.pid}
         elif args.local_hbase and args.local_hbase_cluster:
-            from local_hbase_cluster import LocalHBaseCluster
+            from servers.local_hbase_cluster import LocalHBaseCluster
             hbase = LocalHBaseCluster(args.local_hbase, region_servers=args.local_hbase_cluster, thrift2=True,
                                       log=lambda msg: print(msg, file=sys.stderr)).start()
             servers = {name: proc.pid for name, proc in hbase._watched()}
@@ -524,7 +526,7 @@ def main(argv=None):
     where = ("gateway (socorro-store serve)" if args.gateway else
              f"local Apache HBase {hbase.lib.parent.name} cluster of {args.local_hbase_cluster} region servers"
              if hbase and args.local_hbase_cluster else
-             f"local Apache HBase {hbase.lib.parent.name} (tools/local_hbase.py)" if hbase else
+             f"local Apache HBase {hbase.lib.parent.name} (tools/servers/local_hbase.py)" if hbase else
              (args.url or "embedded (temp)"))
     if args.json:
         print(json.dumps({"url": where, "results": results, "ratios": ratios, "targets": targets}, indent=2))

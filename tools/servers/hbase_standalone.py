@@ -1,191 +1,16 @@
-"""A private Apache HBase on this machine, in one command: jars from Maven Central, no Docker.
-
-    python tools/local_hbase.py DIR [--version 2.6.1] [--framed] [--compact] [--thrift2]
-                                    [--region-servers N]
-
-* **Jars.**  HBase's Thrift server (``org.apache.hbase:hbase-thrift``), the pure-Java codecs
-  (``hbase-compression-aircompressor``: LZO, LZ4, Snappy, Zstd without native libraries) and a
-  log4j2 binding are resolved with Maven into a cache outside the repository
-  (``$SOCORRO_STORE_HBASE_CACHE``, default ``~/.cache/socorro-store/hbase/VERSION``), once.
-  The version is the newest 2.6.x Maven Central lists, a ``-hadoop3`` build first (the next one
-  when Maven cannot resolve it); ``--version`` (or ``$SOCORRO_STORE_HBASE_VERSION``) pins one.
-* **Configuration** under DIR: rootdir, WAL and ZooKeeper data on local disk, ZooKeeper and every
-  port on loopback (the Thrift and ZooKeeper ports are chosen free, the master's and region
-  server's are random), no web UIs, ``COMPRESSION => 'LZO'`` served by aircompressor.
-* **Processes.**  The master in standalone mode (master, region server and ZooKeeper in one JVM)
-  and HBase's own Thrift1 server: thread pool, buffered transport, binary protocol by default,
-  framed and/or compact on request.  With ``thrift2=True`` (``--thrift2``) also HBase's Thrift2
-  server (``org.apache.hadoop.hbase.thrift2.ThriftServer``, thread pool, buffered + binary) on a
-  port of its own: ``thrift2_url`` is ``hbase://127.0.0.1:PORT?api=thrift2``.
-* **Ready** when a happybase ``tables()`` call answers and a table can be created and dropped (the
-  Thrift port accepts, and even answers ``tables()``, before the master takes DDL); and, with
-  Thrift2, when the Thrift2 server answers a data call (a ``get`` on ``hbase:meta``: it starts
-  answering 3-7 s after start).
-* **Stop.**  SIGTERM to the Thrift servers, then the master, SIGKILL after a grace period; on exit
-  or on SIGINT/SIGTERM to this tool.
-
-``--region-servers N`` runs a pseudo-distributed cluster instead (ZooKeeper, a master and N region
-servers, each its own JVM, and one Thrift server per region server): see ``local_hbase_cluster.py``.
-
-Used as a library by the test fixture (``tests/fixtures_hbase_real.py``), the fault tests and the
-benchmarks: :class:`LocalHBase` also kills and restarts each process on the same rootdir.
-Without Java or Maven it raises :class:`HBaseUnavailable` with one line saying what is missing;
-when HBase does not come up, the message ends with the tail of its log.
+"""A standalone Apache HBase (master, region server and ZooKeeper in one JVM) and HBase's own
+Thrift1 (and Thrift2) server, each a child process: :class:`LocalHBase`.  ``python
+tools/servers/local_hbase.py DIR`` runs one; its docstring says what it configures and when it
+is ready.
 """
 
-import argparse
 import os
-import re
-import shutil
 import signal
-import socket
 import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
-MAVEN_REPO = os.environ.get("SOCORRO_STORE_MAVEN_REPO", "https://repo.maven.apache.org/maven2")
-FALLBACK_VERSION = "2.6.1"
-LOG4J_VERSION = "2.17.2"
-
-# Java 17 closes the JDK internals HBase and Hadoop reach into (HBase's own bin/hbase passes these).
-JAVA_FLAGS = [
-    *[f"--add-opens=java.base/{pkg}=ALL-UNNAMED" for pkg in (
-        "java.io", "java.nio", "sun.nio.ch", "java.lang", "jdk.internal.ref", "java.lang.reflect",
-        "java.util", "java.util.concurrent")],
-    "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
-    "--add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED",
-    "--add-exports=java.base/sun.net.dns=ALL-UNNAMED",
-    "--add-exports=java.base/sun.net.util=ALL-UNNAMED",
-    "--add-modules=jdk.unsupported",
-    "-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true",
-    "-XX:+UseSerialGC",  # two cores: the parallel collectors' threads only compete with HBase's
-    "-XX:TieredStopAtLevel=1",  # C1 only: a short-lived test instance starts and warms up sooner
-]
-
-_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>local</groupId><artifactId>socorro-store-hbase</artifactId><version>1</version>
-  <dependencies>
-    <dependency><groupId>org.apache.hbase</groupId><artifactId>hbase-thrift</artifactId>
-      <version>{version}</version>
-      <exclusions>
-        <exclusion><groupId>org.slf4j</groupId><artifactId>slf4j-reload4j</artifactId></exclusion>
-        <exclusion><groupId>ch.qos.reload4j</groupId><artifactId>reload4j</artifactId></exclusion>
-      </exclusions>
-    </dependency>
-    <dependency><groupId>org.apache.hbase</groupId><artifactId>hbase-compression-aircompressor</artifactId>
-      <version>{version}</version></dependency>
-    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId>
-      <version>{log4j}</version></dependency>
-    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId>
-      <version>{log4j}</version></dependency>
-    <!-- Hadoop 2's classes call log4j 1 directly: the bridge, instead of reload4j -->
-    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-1.2-api</artifactId>
-      <version>{log4j}</version></dependency>
-  </dependencies>
-</project>
-"""
-
-_LOG4J2 = """status = warn
-appender.file.type = File
-appender.file.name = file
-appender.file.fileName = ${sys:hbase.log.file}
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = %d{ISO8601} %-5p [%t] %c{2}: %m%n
-rootLogger = WARN,file
-"""
-
-
-class HBaseUnavailable(RuntimeError):
-    """HBase cannot run here (no Java, no Maven, jars unresolvable) or did not come up."""
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def cache_root():
-    return Path(os.environ.get("SOCORRO_STORE_HBASE_CACHE", Path.home() / ".cache" / "socorro-store" / "hbase"))
-
-
-def require_tools():
-    """Raise :class:`HBaseUnavailable` naming what is missing: java (17) or mvn."""
-    missing = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
-    if missing:
-        raise HBaseUnavailable(f"real HBase needs {' and '.join(missing)} on PATH "
-                               "(a JDK 17 and Maven 3; HBase's jars come from Maven Central)")
-
-
-def _version_key(version):
-    return [int(part) for part in re.findall(r"\d+", version.split("-")[0])]
-
-
-def candidate_versions(series="2.6"):
-    """``series``.x versions Maven Central lists, best first: ``-hadoop3`` builds, then newest.
-
-    Falls back to the versions already cached, then to :data:`FALLBACK_VERSION`, when the
-    repository cannot be read.
-    """
-    url = f"{MAVEN_REPO}/org/apache/hbase/hbase-thrift/maven-metadata.xml"
-    try:
-        with urllib.request.urlopen(url, timeout=30) as reply:
-            listed = re.findall(r"<version>([^<]+)</version>", reply.read().decode())
-    except OSError:
-        listed = []
-    listed = [v for v in listed if v.startswith(series + ".") and "alpha" not in v and "beta" not in v]
-    if not listed:
-        cached = [p.name for p in cache_root().glob(series + ".*") if (p / "complete").exists()]
-        listed = cached or [FALLBACK_VERSION]
-    return sorted(set(listed), key=lambda v: (v.endswith("-hadoop3"), _version_key(v)), reverse=True)
-
-
-def fetch_jars(version=None, log=print):
-    """The directory holding HBase's runtime jars, resolved with Maven on first use.
-
-    ``version`` (or ``$SOCORRO_STORE_HBASE_VERSION``) pins one; otherwise the candidates are tried
-    best first; a candidate already in the cache is used as it is.
-    """
-    require_tools()
-    pinned = version or os.environ.get("SOCORRO_STORE_HBASE_VERSION")
-    candidates = [pinned] if pinned else candidate_versions()
-    errors = []
-    for candidate in candidates:
-        try:
-            return _fetch_version(candidate, log)
-        except HBaseUnavailable as exc:
-            errors.append(str(exc))
-    raise HBaseUnavailable("; ".join(errors))
-
-
-def _fetch_version(version, log):
-    home = cache_root() / version
-    lib = home / "lib"
-    if (home / "complete").exists():
-        return lib
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "pom.xml").write_text(_POM.format(version=version, log4j=LOG4J_VERSION))
-    log(f"fetching HBase {version} jars with Maven into {lib} (once)")
-    shutil.rmtree(lib, ignore_errors=True)
-    result = subprocess.run(
-        ["mvn", "-B", "-q", "-f", str(home / "pom.xml"), "dependency:copy-dependencies",
-         "-DincludeScope=runtime", f"-DoutputDirectory={lib}"],
-        capture_output=True, text=True)
-    if result.returncode != 0:
-        tail = " | ".join(line for line in (result.stdout + result.stderr).splitlines()
-                          if "ERROR" in line)[:600]
-        raise HBaseUnavailable(f"Maven could not resolve org.apache.hbase:hbase-thrift:{version}: {tail}")
-    (home / "complete").write_text(version + "\n")
-    return lib
-
-
-def _site_xml(properties):
-    body = "\n".join(f"  <property><name>{k}</name><value>{v}</value></property>"
-                     for k, v in properties.items())
-    return f"<?xml version=\"1.0\"?>\n<configuration>\n{body}\n</configuration>\n"
+from servers.hbase_jars import JAVA_FLAGS, LOG4J2_PROPERTIES, HBaseUnavailable, fetch_jars, free_port, site_xml
 
 
 class LocalHBase:
@@ -265,8 +90,8 @@ class LocalHBase:
             "zookeeper.recovery.retry": 1,
             "zookeeper.recovery.retry.intervalmill": 200,
         }
-        (self.conf_dir / "hbase-site.xml").write_text(_site_xml(properties))
-        (self.conf_dir / "log4j2.properties").write_text(_LOG4J2)
+        (self.conf_dir / "hbase-site.xml").write_text(site_xml(properties))
+        (self.conf_dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         ports = [zk_port, self.thrift_port] + ([self.thrift2_port] if self.thrift2_port else [])
         ports_file.write_text(" ".join(map(str, ports)) + "\n")
 
@@ -494,56 +319,3 @@ class LocalHBase:
     def __exit__(self, *exc):
         self.stop()
 
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description="Run a private Apache HBase + Thrift1 (and Thrift2) server on loopback.")
-    parser.add_argument("directory", help="where configuration, data and logs go (kept between runs)")
-    parser.add_argument("--version", help="HBase version (default: newest 2.6.x on Maven Central)")
-    parser.add_argument("--framed", action="store_true", help="framed transport (default buffered)")
-    parser.add_argument("--compact", action="store_true", help="compact protocol (default binary)")
-    parser.add_argument("--thrift2", action="store_true",
-                        help="also run HBase's Thrift2 server and print its URL (api=thrift2) too")
-    parser.add_argument("--region-servers", type=int, metavar="N",
-                        help="a pseudo-distributed cluster: ZooKeeper, a master, N region servers and N "
-                             "Thrift servers, each its own JVM (default: one standalone JVM)")
-    parser.add_argument("--timeout", type=float, default=None,
-                        help="seconds to wait for HBase (default 180; a cluster 180 + 60 a region server)")
-    args = parser.parse_args(argv)
-    options = dict(version=args.version, transport="framed" if args.framed else "buffered",
-                   protocol="compact" if args.compact else "binary",
-                   log=lambda msg: print(msg, file=sys.stderr), thrift2=args.thrift2)
-    if args.region_servers is not None:
-        if args.region_servers < 1:
-            parser.error("--region-servers must be 1 or more")
-        from local_hbase_cluster import LocalHBaseCluster  # noqa: PLC0415 - it imports this module
-
-        hbase = LocalHBaseCluster(args.directory, region_servers=args.region_servers, **options)
-    else:
-        hbase = LocalHBase(args.directory, **options)
-    timeout = args.timeout if args.timeout is not None else getattr(hbase, "default_timeout_s", 180)
-
-    def on_signal(signum, _frame):
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    try:
-        hbase.start(timeout)
-        print(f"HBase {hbase.lib.parent.name} ready in {hbase.started_in_s:.1f} s; "
-              f"logs in {hbase.directory}", file=sys.stderr)
-        print(hbase.url, flush=True)
-        if hbase.thrift2_url:
-            print(hbase.thrift2_url, flush=True)
-        while hbase.all_running():
-            time.sleep(1)
-        print(f"HBase exited{hbase.log_tail('master')}", file=sys.stderr)
-        return 1
-    except HBaseUnavailable as exc:
-        print(f"local_hbase: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        hbase.stop()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""The build half of tools/bench_web.py: fill a store with ``crashes`` synthetic crashes over
+"""The build half of tools/bench/bench_web.py: fill a store with ``crashes`` synthetic crashes over
 ``days`` days ending today, in several writer processes at once.
 
 Why several processes: a profile of the one-process build (py-spy, 30 k crashes, 40 k names)

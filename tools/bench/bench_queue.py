@@ -7,7 +7,7 @@ split exactly into take and process.  Prints backend calls per crash: submit, ta
 overall, plus crashes processed twice (must be 0).  Usage::
 
     python -m socorro_store --url embedded:///tmp/q serve --port 9191 &
-    python tools/bench_queue.py --url hbase://127.0.0.1:9191 --crashes 2000
+    python tools/bench/bench_queue.py --url hbase://127.0.0.1:9191 --crashes 2000
 """
 
 import argparse
@@ -82,7 +82,7 @@ def run(url, crashes, collectors, processors, seed=11):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python tools/bench_queue.py")
+    parser = argparse.ArgumentParser(prog="python tools/bench/bench_queue.py")
     parser.add_argument("--url", default=None, help="default: a temporary embedded store")
     parser.add_argument("--crashes", type=int, default=2000)
     parser.add_argument("--collectors", type=int, default=8)

@@ -22,11 +22,11 @@ server with ``--local-hbase``) and the whole machine used, in cores: what bounds
 RSS), and says whether the issue's done-when holds: the last window's crashes/s is at least 0.8x
 the first's, and its take p99 at most 1.5x the first's.
 
-    PYTHONPATH=. python tools/soak.py                                  # 1,000,000 on embedded (temp dir)
-    PYTHONPATH=. python tools/soak.py --url embedded:///data/soak --crashes 100000 --window 20000
-    PYTHONPATH=. python tools/soak.py --gateway                        # 300,000 through `serve`
-    PYTHONPATH=. python tools/soak.py --local-hbase /tmp/soak-hbase --window 20000   # 100,000 on Apache HBase
-    PYTHONPATH=. python tools/soak.py --payloads 2017 --crashes 5000 --window 1000
+    PYTHONPATH=. python tools/faults/soak.py                                  # 1,000,000 on embedded (temp dir)
+    PYTHONPATH=. python tools/faults/soak.py --url embedded:///data/soak --crashes 100000 --window 20000
+    PYTHONPATH=. python tools/faults/soak.py --gateway                        # 300,000 through `serve`
+    PYTHONPATH=. python tools/faults/soak.py --local-hbase /tmp/soak-hbase --window 20000   # 100,000 on Apache HBase
+    PYTHONPATH=. python tools/faults/soak.py --payloads 2017 --crashes 5000 --window 1000
 """
 
 import argparse
@@ -43,8 +43,12 @@ import threading
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
-from bench_common import (
+if not __package__:  # run as a file: tools/ goes on sys.path, so its packages import
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bench_common import (  # noqa: E402
     CpuShare,
     peak_rss_mb,
     percentile,
@@ -369,7 +373,7 @@ def parse_args(argv):
     where.add_argument("--url", help="embedded://PATH (default: a temp dir) or hbase://HOST:PORT")
     where.add_argument("--gateway", action="store_true", help="start a `socorro-store serve` on a temp dir (or --dir)")
     where.add_argument("--local-hbase", metavar="DIR",
-                       help="start a private Apache HBase + Thrift1 (tools/local_hbase.py) under DIR and soak on it")
+                       help="start a private Apache HBase + Thrift1 (tools/servers/local_hbase.py) under DIR and soak on it")
     parser.add_argument("--dir", help="the gateway's data directory (default: a temp dir)")
     parser.add_argument("--crashes", type=int, help="default 1,000,000 embedded, 300,000 gateway, 100,000 "
                         "--local-hbase, 5,000 with --payloads 2017")
@@ -402,7 +406,7 @@ def main(argv=None):
     gateway, hbase, servers = None, None, {}
     try:
         if args.gateway:
-            from chaos_harness import Gateway  # noqa: PLC0415 - the harness only when asked for
+            from servers.gateway import Gateway  # noqa: PLC0415 - a gateway only when asked for
             store_dir = args.dir or os.path.join(tmp, "gateway")
             gateway = Gateway(store_dir)
             url = gateway.url(pool_size=2 * args.threads + 2)

@@ -9,7 +9,7 @@ prints, as the median of ``--runs`` runs:
 
 Targets (issue 3): >= 2,000 single calls/s and >= 40,000 batched rows/s.
 
-    python tools/bench_gateway.py [--transport buffered|framed] [--protocol binary|compact]
+    python tools/bench/bench_gateway.py [--transport buffered|framed] [--protocol binary|compact]
 """
 
 import argparse

@@ -2,7 +2,7 @@
 """``socorro-store`` with SQLite's default page cache (2,000 KiB) on every engine connection.
 
 Tools only: the "before" side of the gateway-memory comparison (issue 23, item 3), started by
-``tools/bench_crashes.py --gateway --gateway-caches default`` in place of
+``tools/bench/bench_crashes.py --gateway --gateway-caches default`` in place of
 ``python -m socorro_store``.  Everything else is the installed code.
 """
 

@@ -1,8 +1,8 @@
 """A pseudo-distributed Apache HBase on this machine: ZooKeeper, a master and N region servers.
 
-    python tools/local_hbase.py DIR --region-servers 3 [--thrift2] [--framed] [--compact]
+    python tools/servers/local_hbase.py DIR --region-servers 3 [--thrift2] [--framed] [--compact]
 
-Each process is its own JVM, started from the jars :func:`local_hbase.fetch_jars` caches:
+Each process is its own JVM, started from the jars :func:`servers.hbase_jars.fetch_jars` caches:
 
 * ``zookeeper``: ZooKeeper's own ``ZooKeeperServerMain`` (the jar HBase ships), standalone, on
   loopback, its admin web server off, ``tickTime`` 500 ms so sessions may be as short as 1 s.
@@ -30,7 +30,7 @@ assigned round-robin over all of them; the balancer runs every 20 s, per table, 
 again after a region server comes back.  Thrift1 cannot pre-split: create the salted tables
 through a Thrift2 server (``--thrift2``, ``?api=thrift2``), which pre-splits them on the 16 salts.
 
-:class:`LocalHBaseCluster` is a :class:`local_hbase.LocalHBase`: ``kill(role, index)`` SIGKILLs
+:class:`LocalHBaseCluster` is a :class:`servers.hbase_standalone.LocalHBase`: ``kill(role, index)`` SIGKILLs
 one process, ``restart(role, index)`` starts it again on the same ports and rootdir; ``stop()``
 ends them all (Thrift servers, region servers, the master, then ZooKeeper), and whatever fails
 while starting or stopping leaves no process behind.
@@ -43,7 +43,8 @@ import socket
 import subprocess
 import time
 
-from local_hbase import _LOG4J2, JAVA_FLAGS, HBaseUnavailable, LocalHBase, _site_xml, fetch_jars, free_port
+from servers.hbase_jars import JAVA_FLAGS, LOG4J2_PROPERTIES, HBaseUnavailable, fetch_jars, free_port, site_xml
+from servers.hbase_standalone import LocalHBase
 
 #: Settings that make a dead process noticed in seconds (HBase's defaults are for a data centre).
 FAST_FAILURE = {
@@ -225,8 +226,8 @@ class LocalHBaseCluster(LocalHBase):
             "hbase.master.loadbalance.bytable": "true",
             **FAST_FAILURE,
         }
-        (self.conf_dir / "hbase-site.xml").write_text(_site_xml(properties))
-        (self.conf_dir / "log4j2.properties").write_text(_LOG4J2)
+        (self.conf_dir / "hbase-site.xml").write_text(site_xml(properties))
+        (self.conf_dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         zk_data = data / "zookeeper"
         zk_data.mkdir(parents=True, exist_ok=True)
         (self.conf_dir / "zoo.cfg").write_text("\n".join([

@@ -7,8 +7,8 @@ its own, then runs ``rollup`` over that day in a fresh process and reads that pr
 (``ru_maxrss``): what the roll-up alone holds, the loader's memory excluded.  Live counters are
 not written by the loader, so the roll-up writes every counter of the day (its most work).
 
-    python tools/bench_rollup_memory.py --sizes 100000,300000 --signatures 30000
-    python tools/bench_rollup_memory.py --sizes 300000 --url hbase://127.0.0.1:9090
+    python tools/bench/bench_rollup_memory.py --sizes 100000,300000 --signatures 30000
+    python tools/bench/bench_rollup_memory.py --sizes 300000 --url hbase://127.0.0.1:9090
 
 Prints, per size: crashes, distinct signatures, seconds, cells written, peak RSS (MB), and the
 ratio of each peak to the first size's (flat memory: about 1.0x).  An embedded store's peak
@@ -25,9 +25,13 @@ import sys
 import tempfile
 import time
 from datetime import timedelta
+from pathlib import Path
 
-from bench_common import isolated
-from bulk_crashes import START, load_direct
+if not __package__:  # run as a file: tools/ goes on sys.path, so its packages import
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bench_common import isolated  # noqa: E402
+from bench.bulk_crashes import START, load_direct  # noqa: E402
 
 from socorro_store import open_store
 from socorro_store.jobs import rollup

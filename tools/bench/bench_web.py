@@ -3,7 +3,7 @@
 signature page in <= 100 ms median in process and <= 150 ms over a socket at 1 M crashes and
 40 k signatures).  It prints figures; it is not a test.
 
-Build (``tools/bench_web_build.py``; once: reused when ``--dir`` holds a finished store of that
+Build (``tools/bench/bench_web_build.py``; once: reused when ``--dir`` holds a finished store of that
 size, resumed when it holds an unfinished one): ``--crashes`` crashes over the ``--days`` days
 ending today, made by ``socorro_store.demo.synthetic_crashes`` (Zipf signatures over
 ``--signatures`` names, kept across days; four products, versions, channels, process types;
@@ -25,10 +25,10 @@ reuses) a store of the same crashes with N names (``DIR-sigN``, or ``--flatness-
 the top-crashers pages on both, alternating, printing the ratio of the medians labelled with both
 modes.
 
-    python tools/bench_web.py --dir /tmp/bench-web-1m                   # 1 M crashes, 40 k names
-    python tools/bench_web.py --dir /tmp/bench-web-20k --crashes 20000  # quick mode: ~1 minute
-    python tools/bench_web.py --dir /tmp/bw-flat --crashes 66666 --days 2 --flatness 2000 --no-pages
-    python tools/bench_web.py --dir /tmp/bw-hb --url 'hbase://127.0.0.1:PORT?api=thrift2' --crashes 100000
+    python tools/bench/bench_web.py --dir /tmp/bench-web-1m                   # 1 M crashes, 40 k names
+    python tools/bench/bench_web.py --dir /tmp/bench-web-20k --crashes 20000  # quick mode: ~1 minute
+    python tools/bench/bench_web.py --dir /tmp/bw-flat --crashes 66666 --days 2 --flatness 2000 --no-pages
+    python tools/bench/bench_web.py --dir /tmp/bw-hb --url 'hbase://127.0.0.1:PORT?api=thrift2' --crashes 100000
 """
 
 import argparse
@@ -44,8 +44,10 @@ import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_web_build beside this file
-import bench_web_build  # noqa: E402
+if not __package__:  # run as a file: tools/ goes on sys.path, so its packages import
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import bench_web_build  # noqa: E402
 
 from socorro_store import open_store  # noqa: E402
 from socorro_store.demo import signature_names  # noqa: E402

@@ -1,6 +1,6 @@
 """Benchmark the embedded engine: batched writes, scans and single-row commits.
 
-    python tools/bench_engine.py [--cells 20000] [--batch 1000] [--runs 3] [--dir DIR]
+    python tools/bench/bench_engine.py [--cells 20000] [--batch 1000] [--runs 3] [--dir DIR]
 
 Prints the median of ``--runs`` runs for each figure.  Values are 2 KB, half random and half
 repetitive (roughly how JSON and minidumps compress), written to a compressed (LZO in the spec,

@@ -1,6 +1,6 @@
 """Benchmark the engine's column-selective reads (issue 12).
 
-    python tools/bench_selective.py [--wide 80000] [--narrow 100] [--gets 200] [--rows 120] [--dir DIR]
+    python tools/bench/bench_selective.py [--wide 80000] [--narrow 100] [--gets 200] [--rows 120] [--dir DIR]
 
 Prints:
 

@@ -2,7 +2,8 @@
 percentiles, resident memory and processed crashes.
 
 Run the tools from a worktree root with ``PYTHONPATH=.`` so they measure that checkout's code
-(``python tools/x.py`` puts tools/, not the working directory, on ``sys.path``).
+(``python tools/bench/x.py`` puts tools/bench/ and tools/, not the working directory, on
+``sys.path``).
 """
 
 import collections
@@ -13,7 +14,7 @@ import time
 import uuid
 from datetime import datetime, timezone
 
-from chaos_harness import proc_rss_kb  # noqa: F401 - re-exported for the benchmarks
+from servers.gateway import proc_rss_kb  # noqa: F401 - re-exported for the benchmarks
 
 
 def isolated(url, workdir, tag):
@@ -154,9 +155,9 @@ class CpuShare:
 
 
 def start_local_hbase(directory, log, thrift2=False):
-    """A :class:`local_hbase.LocalHBase` under ``directory``, started (with its Thrift2 server
+    """A :class:`servers.hbase_standalone.LocalHBase` under ``directory``, started (with its Thrift2 server
     too if asked); ``(hbase, {name: pid})``."""
-    from local_hbase import LocalHBase  # noqa: PLC0415 - Java only when asked for
+    from servers.hbase_standalone import LocalHBase  # noqa: PLC0415 - Java only when asked for
 
     hbase = LocalHBase(directory, log=log, thrift2=thrift2).start()
     log(f"local HBase {hbase.lib.parent.name} ready in {hbase.started_in_s:.1f} s at {hbase.url}"

@@ -10,9 +10,9 @@ by ``get_rows``, by table; and unbounded scans, which read a whole table server-
 ``crash_report_signatures``) and the most times any one (table, row, column) was written (must
 be 1).  Ratios against D=1 show whether cost grows linearly with the rows read.  Usage:
 
-    python tools/bench_rollup.py                                  # embedded, temp directories
-    python tools/bench_rollup.py --days 1,7,30 --per-day 200 --json
-    python tools/bench_rollup.py --url hbase://127.0.0.1:9090     # gateway / HBase (table_prefix per D)
+    python tools/bench/bench_rollup.py                                  # embedded, temp directories
+    python tools/bench/bench_rollup.py --days 1,7,30 --per-day 200 --json
+    python tools/bench/bench_rollup.py --url hbase://127.0.0.1:9090     # gateway / HBase (table_prefix per D)
 
 At scale (``--direct``): the crashes are written straight into the tables with batched mutations
 (:mod:`bulk_crashes`; no live counters, so the roll-up writes every counter once), and the run
@@ -20,9 +20,9 @@ also reports its memory: the process's peak RSS before and after the roll-up, an
 ``--tracemalloc`` the peak of Python allocations during the roll-up alone.  Run two sizes in two
 processes to compare (the peak RSS of a process only grows):
 
-    python tools/bench_rollup.py --direct --days 30 --per-day 100000
-    python tools/bench_rollup.py --direct --days 30 --per-day 20000 --memory-only   # peak RSS, no probe
-    python tools/bench_rollup.py --direct --days 1 --per-day 20000 --memory-only --tracemalloc
+    python tools/bench/bench_rollup.py --direct --days 30 --per-day 100000
+    python tools/bench/bench_rollup.py --direct --days 30 --per-day 20000 --memory-only   # peak RSS, no probe
+    python tools/bench/bench_rollup.py --direct --days 1 --per-day 20000 --memory-only --tracemalloc
 """
 
 import argparse
@@ -37,9 +37,13 @@ import tempfile
 import time
 import tracemalloc
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
-from bench_common import isolated
-from bulk_crashes import load_direct
+if not __package__:  # run as a file: tools/ goes on sys.path, so its packages import
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bench_common import isolated  # noqa: E402
+from bench.bulk_crashes import load_direct  # noqa: E402
 
 from socorro_store import open_store
 from socorro_store.backends.base import RowMutation

@@ -67,6 +67,7 @@ interval) is counted once live, whatever the number of processors.
 import collections
 import logging
 import threading
+from datetime import datetime, timedelta, timezone
 
 from ..backends import Increment
 from ..checks import is_int
@@ -207,6 +208,32 @@ def coalesce(increments):
         key = (inc.table, inc.row, inc.column)
         totals[key] = totals.get(key, 0) + inc.amount
     return [Increment(t, r, c, a) for (t, r, c), a in totals.items() if a]
+
+
+#: how long before the end of its day a ranking change counts as one of a closed day: the
+#: clocks of the processes saving and of the rollup may differ by this much
+SLACK_MARGIN = timedelta(minutes=10)
+
+
+def slack_increments(increments, now=None):
+    """The slack-row increments (:func:`~socorro_store.schema.ranking_keys.slack_row`) of the
+    ranking changes in ``increments`` (coalesced) that hit a closed day: a day ``rollup`` may
+    have written head and top rows of, whose bounds then widen by the change."""
+    now = now or datetime.now(timezone.utc)
+    closed_before = (now + SLACK_MARGIN).date()
+    totals = {}
+    for inc in increments:
+        if inc.table != SIGNATURES_SEEN or not inc.row.startswith(RK.RANK_PREFIX) or not inc.amount:
+            continue
+        try:
+            day, key = RK.parse_rank_row(inc.row)
+        except InvalidArgument:
+            continue  # not a day's ranking row
+        if day < closed_before:
+            row = RK.slack_row(day, key)
+            for column, amount in RK.slack_amounts(inc.amount).items():
+                totals[(row, column)] = totals.get((row, column), 0) + amount
+    return [Increment(SIGNATURES_SEEN, row, column, n) for (row, column), n in totals.items() if n]
 
 
 def first_seen(backend, pairs, known=None):
@@ -469,8 +496,8 @@ class LiveCounters:
         # its save would count it twice.  The error may have applied part of the call, so
         # nothing is replayed; the next rollup recomputes the counts.
         try:
-            increments = self.dimensions.rewrite(self.backend, increments)
-            (self.buffer or self.backend).increment_many(coalesce(increments))
+            increments = coalesce(self.dimensions.rewrite(self.backend, increments))
+            (self.buffer or self.backend).increment_many(increments + slack_increments(increments))
         except Exception as exc:  # noqa: BLE001
             self._tally("increments", len(increments))
             log.warning("counters not updated (the next rollup repairs them): %s: %s", type(exc).__name__, exc)

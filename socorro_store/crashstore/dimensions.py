@@ -74,16 +74,7 @@ class Dimensions:
 
     def resolve(self, backend, dims):
         """``dims`` ({"product", "version", "os"}, normalized) with the cap applied."""
-        out = dict(dims)
-        if out.get("product") is not None:
-            out["product"] = self.value(backend, "product", out["product"])
-        if out.get("version") is not None:
-            product = out.get("product")
-            out["version"] = (DK.OTHER if product in (None, DK.OTHER)
-                              else self.value(backend, "version", out["version"], product))
-        if out.get("os") is not None:
-            out["os"] = self.value(backend, "os", out["os"])
-        return out
+        return DK.cap_values(dims, lambda field, value, product: self.value(backend, field, value, product) == value)
 
     def resolve_key(self, backend, key):
         """A dimension key with the cap applied (cached with the rows it was decided by)."""
@@ -92,8 +83,7 @@ class Dimensions:
                 self._keys, self._keys_since = {}, self._clock()
             found = self._keys.get(key)
         if found is None:
-            kind, fields = DK.parse_dimension_key(key)
-            found = DK.dimension_key(kind, **self.resolve(backend, fields))
+            found = DK.capped_key(key, lambda field, value, product: self.value(backend, field, value, product) == value)
             with self._lock:
                 if len(self._keys) > 100000:  # bounded: keys over the cap are unbounded in number
                     self._keys.clear()

@@ -9,7 +9,8 @@ report scans the signature counters as before.
 
 A period of many days would read every signature of every day (60 rows of 40 k cells for a
 30-day report and the 30 days before).  :func:`read_top` reads instead the closed days' head
-rows (``HEAD_K`` signatures each, with the day's ``K``-th count; written by ``rollup``) and the
+rows (``HEAD_K`` signatures each, with the day's ``K``-th count; written by ``rollup``; widened
+by the day's slack since, :mod:`~socorro_store.schema.ranking_keys`) and the
 full rows of the days not over (today), and proves the top ``limit`` by the threshold algorithm
 (Fagin's): a signature missing from a day's head row has at most that day's ``K``-th count
 there, so its period count is bounded; when the ``limit``-th best lower bound beats the bound of
@@ -76,29 +77,36 @@ def ranked(counts):
 
 class _Period:
     """What the top rows and full rows read say of one period's signatures: for each signature
-    seen, the sum of its counts read (``lower``); its bound adds the ``K``-th counts of the days
-    whose top row left it out (:meth:`upper`); ``unseen``: the bound of a signature seen nowhere
-    (the sum of every ``K``-th count); ``total``: the crashes of every signature."""
+    seen, a lower bound of its count (``lower``: the counts read, less what was taken from a
+    top row's day since it was computed); its bound (:meth:`upper`) adds, for the days whose top
+    row has it, what was added since, and for the days whose top row left it out, their ``K``-th
+    count and what was added since; ``unseen``: the bound of a signature seen nowhere (the sum of
+    every ``K``-th count and every addition since); ``total``: the crashes of every signature."""
 
     def __init__(self, days, tops, full):
         self.top_days = [day for day in days if day in tops]
         self.lower, self.total, self.unseen = {}, 0, 0
-        self._present = {}  # signature row -> the K-th counts of the days whose top row has it
+        self._gap = {}  # signature row -> upper less lower, over the days whose top row has it
+        self._present = {}  # signature row -> the bounds of the days whose top row has it
         for day in days:
             if day in tops:
-                counts, kth, total = tops[day]
-                self.total, self.unseen = self.total + total, self.unseen + kth
+                counts, kth, total, added, taken = tops[day]
+                self.total, self.unseen = self.total + total, self.unseen + kth + added
+                for row, n in counts.items():
+                    low = max(n - taken, 0)
+                    self.lower[row] = self.lower.get(row, 0) + low
+                    self._gap[row] = self._gap.get(row, 0) + n + added - low
+                    self._present[row] = self._present.get(row, 0) + kth + added
             else:
-                counts, kth = full.get(day, {}), 0
+                counts = full.get(day, {})
                 self.total += sum(n for n in counts.values() if n > 0)
-            for row, n in counts.items():
-                self.lower[row] = self.lower.get(row, 0) + n
-                if kth:
-                    self._present[row] = self._present.get(row, 0) + kth
+                for row, n in counts.items():
+                    self.lower[row] = self.lower.get(row, 0) + n
 
     def missing(self, row):
-        """The most a signature can have crashed on the days whose top row left it out."""
-        return self.unseen - self._present.get(row, 0)
+        """The most a signature can have crashed beyond :attr:`lower` (on the days whose top row
+        left it out, or since a top row having it was computed)."""
+        return self._gap.get(row, 0) + self.unseen - self._present.get(row, 0)
 
     def upper(self, row):
         return self.lower.get(row, 0) + self.missing(row)
@@ -139,18 +147,21 @@ def _read_top_rows(backend, now_days, then_days, key, limit, head, full):
     days = now_days + then_days
     today = datetime.now(timezone.utc).date()  # a day not over has no top row yet: read in full
     rows = {RK.top_row(d, key, head=head): d for d in days if d < today}
+    slack_rows = [RK.slack_row(d, key) for d in rows.values()]
     unread = [d for d in days if d >= today and d not in full]
-    found = backend.get_rows(K.SIGNATURES_SEEN, [RK.SINCE_ROW] + list(rows) + [RK.rank_row(d, key) for d in unread])
+    found = backend.get_rows(K.SIGNATURES_SEEN, [RK.SINCE_ROW] + list(rows) + slack_rows
+                             + [RK.rank_row(d, key) for d in unread])
     since = found.get(RK.SINCE_ROW, {}).get(RK.COL_SINCE)
     if since is None or min(days) < RK.parse_since(since):
         return None
+    slack = {d: found.get(RK.slack_row(d, key), {}) for d in rows.values()}
     full.update({d: RK.ranking_counts(found.get(RK.rank_row(d, key), {})) for d in unread})
-    tops = {day: RK.parse_top_cells(found[row]) for row, day in rows.items() if row in found}
+    tops = {day: RK.parse_top_cells(found[row], slack[day]) for row, day in rows.items() if row in found}
     older = [d for d in rows.values() if d not in tops and d not in full]
     if head and older:  # a day rolled up before head rows existed has only its top row
         rows = {RK.top_row(d, key): d for d in older}
         found = backend.get_rows(K.SIGNATURES_SEEN, list(rows))
-        tops.update({day: RK.parse_top_cells(found[row]) for row, day in rows.items() if row in found})
+        tops.update({day: RK.parse_top_cells(found[row], slack[day]) for row, day in rows.items() if row in found})
     full.update(_full_counts(backend, [d for d in days if d not in tops and d not in full], key))
     now, then = _Period(now_days, tops, full), _Period(then_days, tops, full)
     lows = sorted(((n, row) for row, n in now.lower.items() if n > 0), key=lambda item: (-item[0], item[1]))

@@ -178,9 +178,9 @@ def expire(backend, retention=None, now=None, heartbeat=None):
     # the rankings of the days whose signature columns went (the day's ranking is their sum)
     for interval in intervals:
         level, start = K.parse_metrics_row(interval)
-        if level == "day":  # its ranking rows (every key's) and their head and top rows
+        if level == "day":  # its ranking rows (every key's), their head, top and slack rows
             day = start.date()
-            rows = [row for first in (RK.rank_row(day), RK.top_row(day), RK.top_row(day, head=True))
+            rows = [row for first in (RK.rank_row(day), RK.top_row(day), RK.top_row(day, head=True), RK.slack_row(day))
                     for row, _cells in backend.scan(K.SIGNATURES_SEEN, start=first, stop=first + DK.SEPARATOR + b"\xff",
                                                     page_size=4)]
             if rows:

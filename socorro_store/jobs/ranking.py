@@ -31,11 +31,22 @@ def _spill_exact_rankings(spilled, day, admission):
     spilled.rank(row_of, _KEY_PREFIXES)
 
 
-def fix_day_rankings(backend, corrector, spilled, day, admission):
+def read_day_slack(backend, day):
+    """``{ranking key or None: (added, taken, net)}``: the slack rows of ``day`` (a date) now.
+
+    Read before the day is recounted: a head or top row records it as its base, so a change the
+    recount may or may not have seen widens the row's bounds (never narrows them)."""
+    first = RK.slack_row(day)
+    return {RK.parse_slack_row(row)[1]: RK.parse_slack_cells(cells)
+            for row, cells in backend.scan(K.SIGNATURES_SEEN, start=first, stop=first + DK.SEPARATOR + b"\xff")}
+
+
+def fix_day_rankings(backend, corrector, spilled, day, admission, slack=None):
     """Make the ranking rows of ``day`` (a date, closed and recounted into ``spilled``) exact,
-    and write their head and top rows (:class:`TopRowWriter`)."""
+    and write their head and top rows (:class:`TopRowWriter`), each with its base ``slack``
+    (:func:`read_day_slack`, read before the recount)."""
     _spill_exact_rankings(spilled, day, admission)
-    tops = TopRowWriter(backend, day)
+    tops = TopRowWriter(backend, day, slack)
     first = RK.rank_row(day)
     for row, cells in backend.scan(K.SIGNATURES_SEEN, start=first, stop=first + DK.SEPARATOR + b"\xff",
                                    page_size=4):
@@ -61,15 +72,17 @@ class TopRowWriter:
 
     CHUNK = 32
 
-    def __init__(self, backend, day):
-        self.backend, self.day = backend, day
+    def __init__(self, backend, day, slack=None):
+        self.backend, self.day, self.slack = backend, day, slack or {}
         self._pending, self._written = {}, set()
 
     def add(self, row, counts):
         """The exact ``counts`` ({signature row: n}) of ranking row ``row``."""
         key = RK.parse_rank_row(row)[1]
+        slack = self.slack.get(key, (0, 0, 0))
+        base = RK.base_cells(slack) if any(slack) else {}
         for head, k in ((True, RK.HEAD_K), (False, RK.TOP_K)):
-            self._pending[RK.top_row(self.day, key, head=head)] = RK.top_cells(counts, k)
+            self._pending[RK.top_row(self.day, key, head=head)] = {**RK.top_cells(counts, k), **base}
         if len(self._pending) >= 2 * self.CHUNK:
             self._flush()
 

@@ -116,20 +116,19 @@ class Admission:
         """A dimension key (values as sent) with the values not admitted as ``##other##``."""
         found = self._keys.get(key)
         if found is None:
-            kind, fields = DK.parse_dimension_key(key)
-            product, version, os = fields.get("product"), fields.get("version"), fields.get("os")
-            if product not in (None, DK.UNKNOWN) and product not in self.products:
-                product = DK.OTHER
-            if version not in (None, DK.UNKNOWN):
-                if product in (None, DK.OTHER, DK.UNKNOWN) or version not in self.versions.get(product, ()):
-                    version = DK.OTHER
-            if os not in (None, DK.UNKNOWN) and os not in self.oses:
-                os = DK.OTHER
-            found = DK.dimension_key(kind, product, version, os)
+            found = DK.capped_key(key, self.admitted)
             if len(self._keys) > 100000:
                 self._keys.clear()
             self._keys[key] = found
         return found
+
+    def admitted(self, field, value, product):
+        """Whether ``value`` of ``field`` has columns of its own (``product``: a version's)."""
+        if field == "product":
+            return value in self.products
+        if field == "version":
+            return value in self.versions.get(product, ())
+        return value in self.oses
 
     def map_name(self, name):
         """A metrics counter name (``base`` or ``base|key``) with its key mapped by :meth:`map_key`."""

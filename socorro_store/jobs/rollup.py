@@ -251,13 +251,14 @@ def rollup_day(backend, day, cutoff, corrector, stamp, signature_counts, admissi
     if end <= day:
         return
     signature_counts.clear()
+    day_closed = day + timedelta(days=1) <= cutoff
+    slack = ranking.read_day_slack(backend, day.date()) if day_closed else None
     tally = recount.count_day(backend, day, end, on_page, page_size=page_size, signature_counts=signature_counts)
     corrector.report["crashes_read"] += tally.crashes
     admission = admissions.after_recount(day.date(), signature_counts)
     kept = recount.kept_rows(tally, day, end)
     _report_kept(corrector.report, tally, kept)
     hours = [day + timedelta(hours=h) for h in range(24) if day + timedelta(hours=h + 1) <= end]
-    day_closed = day + timedelta(days=1) <= cutoff
     unique = signature_counts.unique_by_interval()
     day_row = K.metrics_row(day, "day")
     day_total = collections.Counter()
@@ -289,7 +290,7 @@ def rollup_day(backend, day, cutoff, corrector, stamp, signature_counts, admissi
         _fix_day_signatures(backend, corrector, signature_counts, day.strftime("%Y-%m-%d"), set(wanted), day_column,
                             admission)
         if day_column in wanted:
-            ranking.fix_day_rankings(backend, corrector, signature_counts, day.date(), admission)
+            ranking.fix_day_rankings(backend, corrector, signature_counts, day.date(), admission, slack)
     signature_counts.drop_live(day.strftime("%Y-%m-%d"))
 
 

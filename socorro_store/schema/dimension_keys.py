@@ -124,6 +124,36 @@ def filter_key(product=None, version=None, os=None):
     return dimension_key(kind, *(normalize(v) if v is not None else None for v in (product, version, os)))
 
 
+def cap_values(fields, admitted):
+    """``fields`` ({product, version, os, ...}, normalized) with the cardinality cap applied: the
+    one rule the live counters and the roll-up share, so both key a crash alike.
+
+    ``admitted(field, value, product)`` says whether a value has columns of its own (``product``:
+    the version's product).  :data:`UNKNOWN` and :data:`OTHER` stay as they are and are never
+    asked about.  A version is asked about only under an admitted product: the versions of an
+    unknown or capped product are :data:`OTHER` (there is no registry row of them).  Other
+    fields (a process type) pass unchanged.
+    """
+    out = dict(fields)
+    product = out.get("product")
+    if product not in (None, UNKNOWN, OTHER) and not admitted("product", product, None):
+        out["product"] = product = OTHER
+    version = out.get("version")
+    if version not in (None, UNKNOWN, OTHER):
+        if product in (None, UNKNOWN, OTHER) or not admitted("version", version, product):
+            out["version"] = OTHER
+    os = out.get("os")
+    if os not in (None, UNKNOWN, OTHER) and not admitted("os", os, None):
+        out["os"] = OTHER
+    return out
+
+
+def capped_key(key, admitted):
+    """Dimension ``key`` with :func:`cap_values` applied to its values."""
+    kind, fields = parse_dimension_key(key)
+    return dimension_key(kind, **cap_values(fields, admitted))
+
+
 def keys_of(dims, kinds):
     """The keys of each dimension in ``kinds`` for one crash's ``dims`` {product, version, os,
     process_type}."""
@@ -193,6 +223,40 @@ def parse_registry_column(column):
     if family != b"seen" or not quoted:
         raise InvalidArgument(f"not a registry column: {column!r}")
     return unquote(quoted.decode("ascii", "replace"))
+
+
+#: A registry row's admission slots: ``seen:/<i>`` (``i`` below the row's cap) holds one
+#: admitted value (UTF-8).  A value is admitted by claiming an empty slot, one single-cell
+#: check-and-put (atomic on every backend), so a row holds at most its cap of values whatever the
+#: number of processes admitting at once.  ``/`` is quoted in a value column (``seen:<quoted
+#: value>``, the form before slots, still read), so no value column looks like a slot.
+SLOT_PREFIX = b"seen:/"
+
+
+def registry_slot(index):
+    """The column of slot ``index`` of a registry row."""
+    return SLOT_PREFIX + str(index).encode("ascii")
+
+
+def parse_registry_slot(column):
+    """The index of slot column ``column``; None for any other column."""
+    if not column.startswith(SLOT_PREFIX):
+        return None
+    digits = column[len(SLOT_PREFIX):]
+    return int(digits) if digits.isdigit() and digits.isascii() else None
+
+
+def registry_values(cells):
+    """The values a registry row's ``cells`` ({column: value}) admit: its slots' values and its
+    value columns (the form before slots) alike."""
+    out = set()
+    for column, value in cells.items():
+        if column.startswith(SLOT_PREFIX):
+            if parse_registry_slot(column) is not None and value:
+                out.add(value.decode("utf-8", "replace"))
+        else:
+            out.add(parse_registry_column(column))
+    return out
 
 
 def volume_row(day):

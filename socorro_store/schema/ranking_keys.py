@@ -31,6 +31,17 @@ ranking rows (``~rank/<day>`` to ``~rank/<day>|\\xff``) does not meet them.  ``~
 the first day whose rankings are complete (a store created with this version: its first day; an
 upgraded one: set by ``rollup --since``); a report reads rankings only for days from it, and
 scans the signature counters before.
+
+A closed day can still change after its rollup (a late crash, a reprocessing, a deletion).  The
+live counters then also add to the day's **slack row** (:func:`slack_row`, one per ranking row):
+what was added to any signature of the day (``\\xffpos``), taken from any (``\\xffneg``), and the
+net change (``\\xffnet``).  A top or head row records the slack it was computed under (its
+``\\xffbase…`` cells), so a report widens each signature's bounds by the slack since, and adds the
+net change to the total: the head and top rows stay true bounds without a rewrite::
+
+    crash_report_signatures_seen  ~rank/slack/2016-09-18[|key]   seen:\\xffpos / \\xffneg / \\xffnet = counters
+
+(slack rows sort after ``~rank/since`` and before the head rows: outside every day's scan).
 """
 
 import struct
@@ -58,6 +69,11 @@ HEAD_PREFIX = RANK_PREFIX + b"top-head/"
 HEAD_K = 200
 COL_KTH = b"seen:\xffkth"
 COL_TOTAL = b"seen:\xfftotal"
+SLACK_PREFIX = RANK_PREFIX + b"slack/"
+#: a slack row's cells: added to the day's signatures, taken from them, and the net change
+SLACK_COLUMNS = (b"seen:\xffpos", b"seen:\xffneg", b"seen:\xffnet")
+#: a top row's copy of its slack row when it was computed
+BASE_COLUMNS = (b"seen:\xffbase+", b"seen:\xffbase-", b"seen:\xffbase=")
 _UNPACK = struct.Struct(">q").unpack  # an 8-byte counter cell, as keys.decode_counter reads it
 
 
@@ -124,6 +140,34 @@ def top_row(day, key=None, head=False):
     return row if key is None else row + SEPARATOR + key
 
 
+def slack_row(day, key=None):
+    """The slack row of ``day``'s ranking for all crashes or for dimension ``key``."""
+    row = SLACK_PREFIX + day.strftime("%Y-%m-%d").encode("ascii")
+    return row if key is None else row + SEPARATOR + key
+
+
+def parse_slack_row(row):
+    """Inverse of :func:`slack_row`: ``(day, key or None)``."""
+    if not row.startswith(SLACK_PREFIX):
+        raise InvalidArgument(f"not a slack row: {row!r}")
+    return parse_rank_row(RANK_PREFIX + row[len(SLACK_PREFIX):])
+
+
+def slack_amounts(amount):
+    """The slack row's ``{column: amount}`` of one signature's change of ``amount`` on a day."""
+    return dict(zip(SLACK_COLUMNS, (max(amount, 0), max(-amount, 0), amount)))
+
+
+def parse_slack_cells(cells):
+    """``(added, taken, net)`` of a slack row's cells (zeros when it has none)."""
+    return tuple(_decode(cells.get(column)) for column in SLACK_COLUMNS)
+
+
+def base_cells(slack):
+    """A top row's cells recording ``slack`` (``(added, taken, net)``) as its base."""
+    return {column: encode_counter(n) for column, n in zip(BASE_COLUMNS, slack)}
+
+
 def parse_top_row(row):
     """Inverse of :func:`top_row`: ``(day, key or None, head)``."""
     for prefix, head in ((TOP_PREFIX, False), (HEAD_PREFIX, True)):
@@ -153,9 +197,17 @@ def ranking_counts(cells):
             if len(value) == 8 and column[:5] == b"seen:" and column[5:6] != b"\xff"}
 
 
-def parse_top_cells(cells):
-    """Inverse of :func:`top_cells`: ``({signature row: n}, k-th count, total)``."""
-    return ranking_counts(cells), _decode(cells.get(COL_KTH)), _decode(cells.get(COL_TOTAL))
+def parse_top_cells(cells, slack=None):
+    """Inverse of :func:`top_cells`: ``({signature row: n}, k-th count, total, added, taken)``.
+
+    ``slack``: the day's slack row cells (:func:`slack_row`).  ``added``/``taken`` are what was
+    added to and taken from the day's signatures since the top row was computed (0, 0 without
+    it), and ``total`` includes the net change since.  So a signature of the row has between
+    ``n - taken`` and ``n + added`` crashes that day, and one left out at most ``kth + added``."""
+    added, taken, net = parse_slack_cells(slack or {})
+    base_added, base_taken, base_net = (_decode(cells.get(column)) for column in BASE_COLUMNS)
+    return (ranking_counts(cells), _decode(cells.get(COL_KTH)), _decode(cells.get(COL_TOTAL)) + net - base_net,
+            max(added - base_added, 0), max(taken - base_taken, 0))
 
 
 def _decode(value):

@@ -1,0 +1,80 @@
+"""Live counters and ``rollup`` derive the same facts: each finding of a review where the two
+writers disagreed, reproduced on every backend kind and then fixed at the shared code."""
+
+from datetime import timedelta
+
+from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+
+from socorro_store import open_store
+from socorro_store.jobs import rollup
+from socorro_store.schema import keys as K
+from socorro_store.schema import ranking_keys as RK
+
+DAY = BASE_TIME.replace(hour=0, minute=0, second=0, microsecond=0)
+NEXT_DAY = DAY + timedelta(days=1)
+
+
+def _save(store, n, salts="0123456789abcdef", processed_as=None, **fields):
+    ids = []
+    for i in range(n):
+        cid = crash_id(salts[i % len(salts)])
+        store.save_raw_crash(raw_crash(cid, BASE_TIME + timedelta(seconds=i), **fields), {}, cid)
+        ids.append(cid)
+    if processed_as is not None:
+        store.save_processed_crashes([processed(cid, signature=processed_as) for cid in ids])
+    return ids
+
+
+def test_a_version_of_an_unknown_product_is_keyed_alike_live_and_by_rollup(backend_url):
+    """A crash with a Version but no ProductName: live counters and rollup key its version the
+    same way, so the rollup finds nothing to correct (it found drift in three kinds of cells,
+    and the month kept one key, the day another)."""
+    with open_store(backend_url, background_counters=False) as store:
+        store.create_tables()
+        raw_fields = {"Version": "120.0", "ProductName": None}
+        _save(store, 4, processed_as="sig::Unknown", **raw_fields)
+        report = rollup.run_rollup(store.backend, until=NEXT_DAY, grace_s=0)
+        assert report["drift"] == {}, report.get("drift_examples")
+        day = DAY.strftime("%Y-%m-%d")
+        assert store.get_metrics(day, product="##unknown##") == {"submitted_crash_reports": 4}
+        month = DAY.strftime("%Y-%m")
+        assert store.get_metrics(month, product="##unknown##", version="##other##") == \
+            store.get_metrics(day, product="##unknown##", version="##other##") == {"submitted_crash_reports": 4}
+
+
+def _counts_from_full_rows(store, day):
+    """The day's ``[(signature, count)]`` by its full ranking row, best first."""
+    from socorro_store.crashstore import rankings  # noqa: PLC0415
+
+    counts = rankings.read_rankings(store.backend, [[day]])[0]
+    return [(row.decode(), n) for row, (_rank, n) in sorted(rankings.ranked(counts).items(), key=lambda i: i[1][0])]
+
+
+def _top(store, day, limit=3):
+    report = store.top_signatures(day.isoformat(), (day + timedelta(days=1)).isoformat(), limit=limit)
+    return [(s["signature"], s["count"]) for s in report["signatures"]], report["total"]
+
+
+def test_head_and_top_rows_stay_true_after_a_closed_day_changes(backend_url, monkeypatch):
+    """A rolled-up day's head and top rows are bounds the report trusts.  A reprocessing after
+    the rollup moves 9 crashes from A to X, and a backlog of 20 crashes of that day is processed
+    after it: the report still gives the full rows' top 3 and total (it gave [B 5, C 4, A 1],
+    and never showed the backlog)."""
+    monkeypatch.setattr(RK, "HEAD_K", 3)  # a skewed day: the head row proves its top 3
+    monkeypatch.setattr(RK, "TOP_K", 4)
+    day = DAY.date()
+    with open_store(backend_url, background_counters=False) as store:
+        store.create_tables()
+        by_signature = {}
+        for signature, n in (("A", 10), ("B", 5), ("C", 4), ("D", 1), ("E", 1), ("F", 1)):
+            by_signature[signature] = _save(store, n, processed_as=signature)
+        rollup.run_rollup(store.backend, until=NEXT_DAY, grace_s=0)
+        assert _top(store, day) == ([("A", 10), ("B", 5), ("C", 4)], 22)
+        assert store.enqueue_priority(by_signature["A"][:9]) == 9
+        store.save_processed_crashes([processed(cid, signature="X") for cid in by_signature["A"][:9]])
+        assert _top(store, day) == (_counts_from_full_rows(store, day)[:3], 22) == ([("X", 9), ("B", 5), ("C", 4)], 22)
+        _save(store, 20, processed_as="Y")  # the backlog: crashes of the day, processed late
+        assert _top(store, day) == (_counts_from_full_rows(store, day)[:3], 42) == ([("Y", 20), ("X", 9), ("B", 5)], 42)
+        # the next rollup rewrites the rows from the crash rows, and the report stays the same
+        rollup.run_rollup(store.backend, until=NEXT_DAY, grace_s=0)
+        assert _top(store, day) == ([("Y", 20), ("X", 9), ("B", 5)], 42)

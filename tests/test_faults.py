@@ -17,7 +17,7 @@ import pytest
 from faults.faultproxy import FAULTS, FaultProxy
 
 from socorro_store.backends import Increment, RowMutation, open_backend
-from socorro_store.errors import BackendUnavailable
+from socorro_store.errors import BackendUnavailable, TableNotFound
 from socorro_store.schema import keys as K
 from socorro_store.schema.specs import FamilySpec, TableSpec
 
@@ -131,3 +131,18 @@ def test_crash_store_under_random_faults_loses_nothing(tmp_path):
                                        "orphan_after", "drift_after", "queue_drift_after", "raw_errors",
                                        "integrity")}
     assert problems == dict.fromkeys(problems, 0), result
+
+
+@pytest.mark.parametrize("fault", ["drop_after", "delay", "truncate"])  # the delete reached the server
+def test_a_drop_whose_reply_is_lost_is_retried_and_reports_the_table_dropped(proxied, fault, caplog):
+    """Before: the retry's first call answered TableNotFound for a drop that worked."""
+    via, direct, proxy = proxied
+    direct.create_table(TableSpec("d", (FamilySpec("cf"),)))
+    proxy.inject(fault, after=2)  # isTableEnabled and disableTable answer; deleteTable's reply is lost
+    with caplog.at_level("WARNING", logger="socorro_store"):
+        via.drop_table("d")
+    assert proxy.injected[fault] == 1
+    assert "d" not in direct.list_tables()
+    assert "already gone on the retry" in caplog.text
+    with pytest.raises(TableNotFound):  # a table that was never there is still not found
+        via.drop_table("d")

@@ -180,3 +180,16 @@ def test_scan_page_lost_mid_scan_is_read_again_not_skipped(proxied, fault):
     got = [row for row, _cells in via.scan("t", prefix=b"s", page_size=10)]
     assert got == rows
     assert proxy.injected[fault] == 1
+
+
+@pytest.mark.parametrize("fault", ["drop_after", "truncate"])  # the delete reached HBase
+def test_a_drop_whose_reply_is_lost_is_retried_and_reports_the_table_dropped(proxied, fault, caplog):
+    """Before: the retry's first call answered TableNotFound for a drop that worked."""
+    via, direct, proxy = proxied
+    direct.create_table(TableSpec("d", (FamilySpec("cf"),)))
+    proxy.inject(fault, after=2)  # isTableEnabled and disableTable answer; deleteTable's reply is lost
+    with caplog.at_level("WARNING", logger="socorro_store"):
+        via.drop_table("d")
+    assert proxy.injected[fault] == 1
+    assert "d" not in direct.list_tables()
+    assert "already gone on the retry" in caplog.text

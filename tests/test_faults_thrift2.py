@@ -100,3 +100,16 @@ def test_scan_page_lost_mid_scan_is_read_again_not_skipped(proxied, fault):
     assert got == rows
     assert proxy.injected[fault] == 1
     assert (via.calls - spent)["scan"] == 5 + 1  # five pages, one of them sent twice
+
+
+@pytest.mark.parametrize("fault", ["drop_after", "truncate"])  # the delete reached HBase
+def test_a_drop_whose_reply_is_lost_is_retried_and_reports_the_table_dropped(proxied, fault, caplog):
+    """Before: not retried at all (BackendUnavailable, outcome unknown) for a drop that worked."""
+    via, direct, proxy = proxied
+    direct.create_table(TableSpec("d", (FamilySpec("cf"),)))
+    proxy.inject(fault, after=1)  # disableTable answers; deleteTable's reply is lost
+    with caplog.at_level("WARNING", logger="socorro_store"):
+        via.drop_table("d")
+    assert proxy.injected[fault] == 1
+    assert "d" not in direct.list_tables()
+    assert "already gone on the retry" in caplog.text

@@ -10,6 +10,7 @@ so a call's effect can be counted wherever it went).
 """
 
 import signal
+import socket
 
 import pytest
 from faults.faultproxy import FaultProxy
@@ -17,7 +18,7 @@ from servers.gateway import Gateway
 
 from socorro_store.backends import RowMutation, open_backend
 from socorro_store.backends.hbase import HBaseBackend
-from socorro_store.backends.hbase_servers import ServerList, parse_servers
+from socorro_store.backends.hbase_servers import LEAVE_OUT_AFTER, ServerList, parse_servers
 from socorro_store.backends.hbase_thrift2 import HBaseThrift2Backend
 from socorro_store.backends.hbase_thrift2_idl import hbase2
 from socorro_store.errors import BackendUnavailable, ConfigError
@@ -91,6 +92,21 @@ def test_left_out_servers_come_back_in_turn_after_their_pause():
     servers.succeeded(b)
     assert servers.order()[0] is b and servers.status()[1]["up"]
     assert b.failures == 0 and a.failures == 1
+
+
+def test_calls_that_fail_after_they_were_sent_leave_a_server_out_only_several_in_a_row():
+    servers = ServerList([("a", 1), ("b", 2)], retry_down_s=3600)
+    a, b = servers.servers
+    for _ in range(LEAVE_OUT_AFTER - 1):
+        assert not servers.call_failed(a, TimeoutError("timed out"))
+        assert servers.is_up(a)
+    servers.succeeded(a)  # an answer in between: the count starts again
+    for _ in range(LEAVE_OUT_AFTER - 1):
+        assert not servers.call_failed(a, TimeoutError("timed out"))
+    assert servers.call_failed(a, TimeoutError("timed out"))
+    assert not servers.is_up(a) and servers.order()[-1] is a
+    servers.failed(b, OSError("refused"))  # a refused connection leaves it out at once
+    assert not servers.is_up(b)
 
 
 # -- real sockets ------------------------------------------------------------------------------
@@ -198,8 +214,71 @@ def test_an_idempotent_call_whose_reply_is_lost_fails_over_and_lands_once(two_pr
             backend.mutate_rows("t", [RowMutation(b"r%d" % i, {b"cf:n": b"%d" % i})])
         assert p0.injected["drop_after"] == 1
         assert backend.get_row("t", b"r0") == {b"cf:n": b"0"} and backend.get_row("t", b"r1") == {b"cf:n": b"1"}
-        assert not backend.servers.status()[0]["up"]  # p0 is left out after the failure
+        p0_status = backend.servers.status()[0]
+        assert p0_status["up"] and p0_status["last_error"]  # one failed call does not leave it out
     assert direct.get_row("t", b"r0") == {b"cf:n": b"0"} and direct.get_row("t", b"r1") == {b"cf:n": b"1"}
+
+
+def _until_injected(backend, proxy, fault, count):
+    """Reads until ``proxy`` has injected ``count`` faults (calls alternate over the
+    servers); each read still answers (failed over)."""
+    for _ in range(50):
+        if proxy.injected[fault] >= count:
+            return
+        assert backend.get_row("t", b"r") == {b"cf:a": b"1"}
+    raise AssertionError(f"{fault} injected {proxy.injected[fault]} times, not {count}")
+
+
+def test_one_slow_answer_leaves_a_healthy_server_in_the_rotation(two_proxies):
+    """A read that times out (a proxy that delays its reply past ``timeout_ms``) fails over, and
+    its server stays in: before, one slow query took it out for a second, doubled each time."""
+    _gateway_, (p0, p1), direct = two_proxies
+    direct.mutate_rows("t", [RowMutation(b"r", {b"cf:a": b"1"})])
+    p0.delay_s = 1.5
+    with HBaseBackend(servers=_servers(p0.port, p1.port), pool_size=2, retries=1, timeout_ms=300) as backend:
+        backend.servers.retry_down_s = 3600  # a server left out stays out for the test
+        assert backend.get_row("t", b"r") == {b"cf:a": b"1"}
+        p0.inject("delay")
+        _until_injected(backend, p0, "delay", 1)
+        slow = backend.servers.status()[0]
+        assert slow["up"] and slow["failures"] == 1 and "timed out" in slow["last_error"]
+        calls = slow["calls"]
+        for _ in range(4):  # it still gets its turn, and answers
+            assert backend.get_row("t", b"r") == {b"cf:a": b"1"}
+        assert backend.servers.status()[0]["calls"] > calls and backend.servers.status()[0]["failures"] == 0
+
+
+def test_a_server_that_fails_several_calls_in_a_row_is_left_out(two_proxies):
+    _gateway_, (p0, p1), direct = two_proxies
+    direct.mutate_rows("t", [RowMutation(b"r", {b"cf:a": b"1"})])
+    p0.delay_s = 1.5
+    with HBaseBackend(servers=_servers(p0.port, p1.port), pool_size=2, retries=1, timeout_ms=300) as backend:
+        backend.servers.retry_down_s = 3600
+        p0.inject("delay", count=LEAVE_OUT_AFTER)
+        _until_injected(backend, p0, "delay", LEAVE_OUT_AFTER - 1)
+        assert backend.servers.status()[0]["up"]
+        _until_injected(backend, p0, "delay", LEAVE_OUT_AFTER)
+        slow = backend.servers.status()[0]
+        assert not slow["up"] and slow["failures"] == LEAVE_OUT_AFTER
+        p0.clear()
+        calls = slow["calls"]
+        for _ in range(4):  # left out: every call goes to the other
+            assert backend.get_row("t", b"r") == {b"cf:a": b"1"}
+        assert backend.servers.status()[0]["calls"] == calls
+
+
+def test_a_server_that_refuses_connections_is_left_out_at_once(two_proxies):
+    _gateway_, (_p0, p1), direct = two_proxies
+    direct.mutate_rows("t", [RowMutation(b"r", {b"cf:a": b"1"})])
+    with socket.socket() as refusing:  # bound, not listening: connections to it are refused
+        refusing.bind(("127.0.0.1", 0))
+        port = refusing.getsockname()[1]
+        with HBaseBackend(servers=_servers(port, p1.port), pool_size=2, retries=1, timeout_ms=2000) as backend:
+            backend.servers.retry_down_s = 3600
+            for _ in range(4):
+                assert backend.get_row("t", b"r") == {b"cf:a": b"1"}
+            refused = backend.servers.status()[0]
+            assert not refused["up"] and refused["failures"] == 1 and refused["calls"] == 0
 
 
 def test_a_call_that_may_have_applied_is_never_replayed(two_proxies):

@@ -25,6 +25,7 @@ that cannot fit even alone (one row's mutation, an append, a check-and-put) rais
 Over buffered transport, which has no limit, batches are split at 64 MiB only to bound memory.
 """
 
+import logging
 import math
 import threading
 import time
@@ -41,6 +42,7 @@ from ..errors import (
     FamilyNotFound,
     InvalidArgument,
     RequestTooLarge,
+    TableNotFound,
 )
 from . import hbase_servers
 from ..schema.specs import FOREVER, FamilySpec
@@ -62,6 +64,7 @@ INCREMENT_CALL_S = 0.025
 INCREMENTS_PER_CALL = 8
 #: Seconds a pooled connection may sit idle before it is reopened (below the servers' 60 s).
 REOPEN_IDLE_S = hbase_servers.REOPEN_IDLE_S
+log = logging.getLogger("socorro_store")
 _COMPRESSION_NAMES = {"NONE": "NONE", "GZ": "GZ", "LZO": "LZO", "SNAPPY": "SNAPPY", "LZ4": "LZ4",
                       "ZSTD": "ZSTD", "BZIP2": "BZIP2"}
 
@@ -222,15 +225,32 @@ class HBaseBackend(Backend):
         self._families[spec.name] = set(spec.family_names)
 
     def drop_table(self, table):
+        """Disable (if enabled) and delete ``table``; :class:`TableNotFound` if it does not exist.
+
+        Retried like an idempotent call.  A retry that finds the table gone after an earlier
+        attempt sent its delete reports it dropped (that attempt's reply was lost) and logs a
+        warning that it was already gone on the retry.
+        """
         name = self._name(table)
+        delete_sent = []
 
         def drop(client):
-            if client.isTableEnabled(name):
-                client.disableTable(name)
-            client.deleteTable(name)
+            retried_after_delete = bool(delete_sent)
+            try:
+                if client.isTableEnabled(name):
+                    client.disableTable(name)
+                delete_sent.append(True)
+                client.deleteTable(name)
+            except thrift.IOError as exc:
+                if retried_after_delete and isinstance(translate_error(exc, table), TableNotFound):
+                    return False
+                raise
+            return True
 
-        self._call("drop_table", drop, table)
         self._families.pop(table, None)
+        if not self._call("drop_table", drop, table):
+            log.warning("drop_table %r: dropped; the table was already gone on the retry (the reply "
+                        "to the delete was lost)", table)
 
     def list_tables(self):
         names = self._call("list_tables", lambda c: c.getTableNames())

@@ -9,13 +9,18 @@ hold their connections in a :class:`ServerPool`, and run each call with :meth:`S
   goes to the next server in turn (round robin) that is not left out: it reuses an idle
   connection to that server, opens one if the pool has room, or else takes an idle connection to
   another server in turn.  So calls, and the connections they open, spread over the servers.
-* **Left out, retried later.**  A server is *down* after a failure to connect to it, or a
-  transport failure (reset, timeout, a cut reply) on a connection to it; its idle connections are
-  closed.  Calls leave it out for :data:`RETRY_DOWN_S`, doubled after each further failure up to
-  :data:`MAX_DOWN_S`; then the next call that comes to it in turn tries it again, and a call that
-  works through it makes it *up*.  A server that answers with an error (a missing table, a bad
-  argument) answered: it stays up.  When every server is down, calls still go to the one to
-  retry soonest, so a URL of one server behaves exactly as before.
+* **Left out, retried later.**  A server is *down* after a failure to connect to it, or after
+  :data:`LEAVE_OUT_AFTER` calls in a row failed on it after they were sent (a reset, a timeout, a
+  cut reply).  One such failure alone does not leave it out: a read timeout usually means that
+  query was slow, not that the server is gone (a server that is gone refuses the next
+  connection, and is left out then).  A call that failed after it was sent closes its
+  connection; a reset or a cut reply also closes the server's idle connections (they may be cut
+  too: reopening them finds out, before anything is sent).  A down server is left out for
+  :data:`RETRY_DOWN_S`, doubled each further time up to :data:`MAX_DOWN_S`; then the next call
+  that comes to it in turn tries it again, and a call that works through it makes it *up*.  A
+  server that answers with an error (a missing table, a bad argument) answered: it stays up.
+  When every server is down, calls still go to the one to retry soonest, so a URL of one server
+  behaves exactly as before.
 * **Failover.**  The retry rules are the backends' (one set for both): a failure to *connect*
   (nothing was sent) is always retried; a transport failure after the request was sent is retried
   only for idempotent calls (reads, puts, deletes, admin reads); an increment, append,
@@ -47,6 +52,9 @@ from ..errors import BackendUnavailable, ConfigError
 RETRY_DOWN_S = 1.0
 #: The longest a failing server is left out between two tries.
 MAX_DOWN_S = 30.0
+#: Calls in a row that fail on a server after they were sent before it is left out (one slow
+#: query that times out leaves its server in).
+LEAVE_OUT_AFTER = 3
 #: Seconds a pooled connection may sit idle before it is reopened (below the servers' 60 s).
 REOPEN_IDLE_S = 30.0
 #: Failures of the connection itself: the server did not answer the request (or never got it).
@@ -70,11 +78,12 @@ def server_list(servers=None, host="localhost", port=DEFAULT_PORT):
 class Server:
     """One Thrift server and its health (see the module docstring)."""
 
-    __slots__ = ("host", "port", "failures", "down_until", "last_error", "calls")
+    __slots__ = ("host", "port", "failures", "outs", "down_until", "last_error", "calls")
 
     def __init__(self, host, port):
         self.host, self.port = host, port
-        self.failures, self.down_until, self.last_error, self.calls = 0, 0.0, None, 0
+        # failures: failed connects and calls in a row; outs: times left out in a row
+        self.failures, self.outs, self.down_until, self.last_error, self.calls = 0, 0, 0.0, None, 0
 
     @property
     def name(self):
@@ -120,23 +129,45 @@ class ServerList:
         return server.down_until <= time.monotonic()
 
     def failed(self, server, exc):
-        """Leave ``server`` out: :data:`RETRY_DOWN_S`, doubled per failure in a row."""
+        """Connecting to ``server`` failed: leave it out, :data:`RETRY_DOWN_S` doubled per time
+        in a row."""
         with self._lock:
             server.failures += 1
             server.last_error = _reason(exc)
-            pause = min(self.max_down_s, self.retry_down_s * 2 ** (server.failures - 1))
-            server.down_until = time.monotonic() + pause
+            self._leave_out(server)
+
+    def call_failed(self, server, exc):
+        """A call failed on ``server`` after it was sent: leave it out once
+        :data:`LEAVE_OUT_AFTER` have in a row.  Returns whether it is now left out."""
+        with self._lock:
+            server.failures += 1
+            server.last_error = _reason(exc)
+            if server.failures < LEAVE_OUT_AFTER:
+                return False
+            self._leave_out(server)
+            return True
+
+    def _leave_out(self, server):
+        server.outs += 1
+        pause = min(self.max_down_s, self.retry_down_s * 2 ** (server.outs - 1))
+        server.down_until = time.monotonic() + pause
 
     def succeeded(self, server):
         with self._lock:
             server.calls += 1
             if server.failures or server.down_until:
-                server.failures, server.down_until = 0, 0.0
+                server.failures, server.outs, server.down_until = 0, 0, 0.0
 
     def status(self):
         """``[{"server", "up", "failures", "last_error", "calls"}]``: what this process has seen."""
         return [{"server": s.name, "up": self.is_up(s), "failures": s.failures, "last_error": s.last_error,
                  "calls": s.calls} for s in self.servers]
+
+
+def _timed_out(exc):
+    """Whether a transport failure is a read timeout (the server may only be slow)."""
+    return isinstance(exc, TimeoutError) or (
+        isinstance(exc, TTransportException) and exc.type == TTransportException.TIMED_OUT)
 
 
 def _reason(exc):
@@ -275,9 +306,19 @@ class ServerPool:
             self._slots.release()
 
     def _server_failed(self, server, exc):
-        """Leave ``server`` out and close its idle connections (its other ones are closed as
-        they fail)."""
+        """Connecting to ``server`` failed: leave it out and close its idle connections (its
+        other ones are closed as they fail)."""
         self.servers.failed(server, exc)
+        self._close_idle(server)
+
+    def _call_failed(self, server, exc):
+        """A call failed on ``server`` after it was sent (its connection is closed by the
+        caller): count it; close the server's idle connections if it is now left out, or if the
+        connection was cut (not just slow)."""
+        if self.servers.call_failed(server, exc) or not _timed_out(exc):
+            self._close_idle(server)
+
+    def _close_idle(self, server):
         with self._lock:
             dead = [c for c in self._idle.queue if c.server is server]
             self._idle.queue = [c for c in self._idle.queue if c.server is not server]
@@ -326,7 +367,7 @@ class ServerPool:
                     raise (translate(exc) if translate else exc) from None
                 except TRANSIENT as exc:
                     last = exc
-                    self._server_failed(on, exc)
+                    self._call_failed(on, exc)
                     if not idempotent:
                         raise BackendUnavailable(
                             f"{kind} on the {self.label} at {on.name} failed after the request was "
@@ -346,16 +387,24 @@ class ServerPool:
 
     def probe(self, fn, timeout_ms=None):
         """Ask every server once, each on a fresh connection: ``[{"server", "ok", "ms", "answer"
-        or "error"}]``, in the URL's order.  A server that answers is up again, one that does
-        not is left out (as a failed call would)."""
+        or "error"}]``, in the URL's order.  A server that answers is up again; one that refuses
+        the connection is left out, one that does not answer counts a failed call (as calls
+        do)."""
         out = []
         for server in self.servers.servers:
             began, handle = time.monotonic(), None
             try:
-                handle, client = self.open_conn(server.host, server.port, timeout_ms=timeout_ms)
-                answer = fn(client)
+                try:
+                    handle, client = self.open_conn(server.host, server.port, timeout_ms=timeout_ms)
+                except TRANSIENT as exc:
+                    self._server_failed(server, exc)
+                    raise
+                try:
+                    answer = fn(client)
+                except TRANSIENT as exc:
+                    self._call_failed(server, exc)
+                    raise
             except TRANSIENT as exc:
-                self._server_failed(server, exc)
                 out.append({"server": server.name, "ok": False, "error": _reason(exc)})
             else:
                 self.servers.succeeded(server)

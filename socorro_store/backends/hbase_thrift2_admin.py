@@ -12,14 +12,20 @@ What Thrift2 adds over Thrift1 here:
 * :meth:`split_points` reads a table's region boundaries (``getAllRegionLocations``), so
   ``tables verify`` can report a salted table that is not split on its salt boundaries.
 
-Creates and drops are not retried after the request was sent: a lost reply to a create that
-worked would turn into TableExists, one to a drop into TableNotFound.
+A create is not retried after the request was sent: a lost reply to a create that worked would
+turn into TableExists.  A drop is retried, and a retry that finds the table gone after an
+earlier attempt sent the delete reports it dropped (as the Thrift1 backend does).
 """
 
-from ..errors import InvalidArgument
+import logging
+
+from ..errors import InvalidArgument, TableNotFound
 from ..schema.specs import FOREVER, SALTS, FamilySpec
 from .base import check_table_spec_names
+from .hbase_thrift2_conn import translate_error
 from .hbase_thrift2_idl import hbase2
+
+log = logging.getLogger("socorro_store")
 
 _CODECS = hbase2.TCompressionAlgorithm
 _CODEC_NAMES = {getattr(_CODECS, name): name for name in ("NONE", "GZ", "LZO", "SNAPPY", "LZ4", "ZSTD", "BZIP2")}
@@ -78,19 +84,35 @@ class Thrift2Admin:
         self._families[spec.name] = set(spec.family_names)
 
     def drop_table(self, table):
-        """Disable (if enabled) and delete ``table``."""
+        """Disable (if enabled) and delete ``table``; :class:`TableNotFound` if it does not exist.
+
+        Retried like an idempotent call.  A retry that finds the table gone after an earlier
+        attempt sent its delete reports it dropped (that attempt's reply was lost) and logs a
+        warning that it was already gone on the retry.
+        """
         name, wire = self._table_name(table), self._name(table)
         self._families.pop(table, None)
+        delete_sent = []
 
         def drop(client):
+            retried_after_delete = bool(delete_sent)
             try:
-                client.disableTable(name)
-            except hbase2.TIOError as exc:  # already disabled: go on to the delete
-                if "TableNotEnabledException" not in str(exc.message):
-                    raise
-            client.deleteTable(name)
+                try:
+                    client.disableTable(name)
+                except hbase2.TIOError as exc:  # already disabled: go on to the delete
+                    if "TableNotEnabledException" not in str(exc.message):
+                        raise
+                delete_sent.append(True)
+                client.deleteTable(name)
+            except hbase2.TIOError as exc:
+                if retried_after_delete and isinstance(translate_error(exc, table, wire), TableNotFound):
+                    return False
+                raise
+            return True
 
-        self._pool.call("drop_table", drop, table, wire, idempotent=False)
+        if not self._pool.call("drop_table", drop, table, wire):
+            log.warning("drop_table %r: dropped; the table was already gone on the retry (the reply "
+                        "to the delete was lost)", table)
 
     def list_tables(self):
         """The store's tables (those under ``table_prefix``), sorted, without the prefix."""

@@ -40,3 +40,26 @@ def test_every_relative_link_resolves_inside_the_repo():
 
 def test_the_readme_stays_short():
     assert len((ROOT / "README.md").read_text().splitlines()) <= 350
+
+
+def test_every_tools_path_the_pages_name_exists():
+    missing = sorted({f"{page.relative_to(ROOT)}: {path}" for page in PAGES
+                      for path in re.findall(r"\btools/[\w/]+\.py\b", page.read_text())
+                      if not (ROOT / path).exists()})
+    assert missing == []
+
+
+def test_the_readme_names_no_issue_or_work_period():
+    text = (ROOT / "README.md").read_text()
+    assert re.findall(r"\b(?:issues?|sessions?|rounds?|parts?)\s+#?\d+", text, re.I) == []
+
+
+def test_the_performance_table_has_one_row_per_benchmark_with_its_command():
+    section = (ROOT / "README.md").read_text().split("\n## Performance\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip("|").split(" | ") for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| benchmark |")]
+    assert rows and all(len(row) == 3 for row in rows), rows
+    names, commands = [row[0] for row in rows], [row[1] for row in rows]
+    assert len(set(names)) == len(names) and len(set(commands)) == len(commands)
+    assert all(command.startswith("`") and "…" not in command.split()[0] for command in commands), commands
+    assert [row for row in rows if re.search(r"\bbefore\b|\bthe same, ", " ".join(row))] == []

@@ -10,7 +10,11 @@ The stream is a sequence of msgpack maps (``use_bin_type``: text is str, blobs a
 
 The raw and processed documents travel as the JSON text stored in the crash row, so a crash
 imports byte for byte as it was.  Export reads crash rows one at a time, in submission order
-(the submitted_time index, paged): memory holds one crash whatever the range.
+(the submitted_time index, paged): memory holds one crash whatever the range.  Then come the
+crash rows of the range that no ``submitted_time`` pointer names (Socorro's happybase storage
+wrote none), found by crash-id day as ``verify-indexes`` and ``rollup`` find them: a range
+exports what the whole store holds in it, pointer or not.  A crash is exported processed when
+its row says so in any writer's form (:func:`~socorro_store.schema.stored.stored_processed`).
 
 Import (:func:`import_crashes`) saves each crash through the crash store's own write path, so its
 pointers, queue rows and live counters are written as a collector and a processor would have
@@ -33,7 +37,8 @@ import msgpack
 from ..crashstore import crashes
 from ..errors import CrashConflict, InvalidArgument, RecordRefused, StreamCorrupt
 from ..schema import keys as K
-from . import rollup, runs
+from ..schema.stored import stored_processed, stored_time, time_index_key_forms
+from . import data_days, rollup, runs
 
 FORMAT = 1
 _READ_CHUNK = 1 << 20
@@ -53,18 +58,18 @@ def export_crashes(backend, start, end, out, dumps=True, progress=None):
     start, end = K.parse_timestamp(start, "start"), K.parse_timestamp(end, "end")
     if end <= start:
         raise InvalidArgument(f"empty range: {start.isoformat()} is not before {end.isoformat()}")
-    total = sum(1 for _ in crashes.crashes_submitted(backend, start, end))
+    total = sum(1 for _ in _exported(backend, start, end))
     out.write(_pack({"kind": "header", "format": FORMAT, "start": start.isoformat(), "end": end.isoformat(),
                      "crashes": total, "dumps": bool(dumps)}))
     digest = hashlib.sha256()
     counts = {"crashes": 0, "processed": 0, "dumps": 0, "dump_bytes": 0}
-    columns = [b"flags", K.COL_META, K.COL_PROCESSED_JSON] + ([K.FAMILY_RAW] if dumps else [])
-    for crash_id in crashes.crashes_submitted(backend, start, end):
+    columns = [b"flags", K.COL_META, K.COL_PROCESSED_JSON, K.COL_SIGNATURE] + ([K.FAMILY_RAW] if dumps else [])
+    for crash_id in _exported(backend, start, end):
         cells = backend.get_row(K.CRASH_REPORTS, K.crash_row_key(crash_id), columns=columns)
         if K.COL_META not in cells:
             continue  # deleted since the index was read
         blobs = {K.dump_name_from_column(c): v for c, v in cells.items() if c.startswith(K.FAMILY_RAW + b":")}
-        processed = cells.get(K.COL_PROCESSED_JSON) if cells.get(K.COL_PROCESSED) == b"Y" else None
+        processed = cells.get(K.COL_PROCESSED_JSON) if stored_processed(cells) else None
         priority = cells.get(K.COL_PRIORITY)
         packed = _pack({"kind": "crash", "crash_id": crash_id, "raw_crash": cells[K.COL_META].decode("utf-8"),
                         "dumps": blobs, "processed": processed.decode("utf-8") if processed else None,
@@ -81,6 +86,42 @@ def export_crashes(backend, start, end, out, dumps=True, progress=None):
     out.write(_pack(trailer))
     out.flush()
     return trailer
+
+
+def _exported(backend, start, end, page_size=500):
+    """Crash ids of the crashes submitted in ``[start, end)``: those the ``submitted_time`` index
+    names, in submission order, then those of crash rows no pointer names."""
+    yield from crashes.crashes_submitted(backend, start, end)
+    last = (end - timedelta(microseconds=1)).date() + timedelta(days=1)
+    for day in data_days.days_with_data(backend, start.date(), last):
+        yield from _unindexed(backend, day, start, end, page_size)
+
+
+def _unindexed(backend, day, start, end, page_size):
+    """Crash ids of the crash rows of crash-id ``day`` submitted in ``[start, end)`` whose
+    ``submitted_time`` pointer (either key form) is absent, one get per page of rows."""
+    for salt_char in K.SALTS:
+        page = []
+        rows = backend.scan(K.CRASH_REPORTS, prefix=K.crash_day_prefix(salt_char, day), columns=[K.COL_SUBMITTED],
+                            page_size=page_size)
+        for row, cells in rows:
+            try:
+                crash_id, submitted = K.crash_id_from_row_key(row), stored_time(cells[K.COL_SUBMITTED])
+            except (KeyError, InvalidArgument):
+                continue  # no crash yet (a save in flight), or unreadable (verify-indexes reports it)
+            if start <= submitted < end:
+                page.append((crash_id, submitted))
+            if len(page) >= page_size:
+                yield from _without_pointer(backend, page)
+                page = []
+        yield from _without_pointer(backend, page)
+
+
+def _without_pointer(backend, page):
+    forms = {form: crash_id for crash_id, submitted in page for form in time_index_key_forms(crash_id, submitted)}
+    found = backend.get_rows(K.SUBMITTED_TIME, list(forms), columns=[K.COL_OOID]) if forms else {}
+    pointed = {forms[form] for form, cells in found.items() if cells.get(K.COL_OOID) == forms[form].encode("ascii")}
+    return [crash_id for crash_id, _submitted in page if crash_id not in pointed]
 
 
 class _Oversized(Exception):

@@ -78,3 +78,51 @@ def test_head_and_top_rows_stay_true_after_a_closed_day_changes(backend_url, mon
         # the next rollup rewrites the rows from the crash rows, and the report stays the same
         rollup.run_rollup(store.backend, until=NEXT_DAY, grace_s=0)
         assert _top(store, day) == ([("Y", 20), ("X", 9), ("B", 5)], 42)
+
+
+def test_the_legacy_queue_counter_moves_only_for_a_pointer_this_store_took(backend_url):
+    """Beside Socorro's 2016 processors: its ``new_crashes()`` takes (deletes) the legacy pointers
+    of crashes this store collected; ``reconcile-queue`` sets the counters to the pointers there
+    are; this store then processes the crashes.  The legacy counter stays at the real queue's
+    size, 0 (it went to -2: the save counted the legacy dequeue from the crash's own flag)."""
+    from socorro_rows import BackendWriter, socorro_2016_new_crashes  # noqa: PLC0415
+
+    from socorro_store.jobs import scrutiny  # noqa: PLC0415
+
+    with open_store(backend_url, background_counters=False) as store:
+        store.create_tables()
+        ids = []
+        for i, salt in enumerate("3a"):
+            cid = crash_id(salt)
+            store.save_raw_crash(raw_crash(cid, BASE_TIME + timedelta(seconds=i), legacy_processing=0), {}, cid)
+            ids.append(cid)
+        store.flush_counters()
+        assert store.queue_sizes()["legacy"] == 2
+        taken = list(socorro_2016_new_crashes(BackendWriter(store.backend), 10))
+        assert sorted(taken) == sorted(ids)
+        scrutiny.run_reconcile_queue(store.backend)
+        assert store.queue_sizes()["legacy"] == 0 and store.queue_sizes()["standard"] == 2
+        store.save_processed_crashes([processed(cid) for cid in ids])
+        store.flush_counters()
+        sizes = store.queue_sizes()
+        assert (sizes["legacy"], sizes["standard"]) == (0, 0)
+
+
+def test_a_legacy_crash_processed_or_deleted_here_leaves_the_legacy_counter_at_its_pointers(backend_url):
+    """Without Socorro beside it, the legacy pointer's take counts it once: processed, then
+    processed again (a retry), and one deleted while queued."""
+    with open_store(backend_url, background_counters=False) as store:
+        store.create_tables()
+        ids = []
+        for i, salt in enumerate("05c"):
+            cid = crash_id(salt)
+            store.save_raw_crash(raw_crash(cid, BASE_TIME + timedelta(seconds=i), legacy_processing=0), {}, cid)
+            ids.append(cid)
+        store.flush_counters()
+        assert store.queue_sizes()["legacy"] == 3
+        store.save_processed_crashes([processed(cid) for cid in ids[:2]])
+        store.save_processed_crashes([processed(cid) for cid in ids[:2]])
+        store.delete_crashes([ids[2]])
+        store.flush_counters()
+        sizes = store.queue_sizes()
+        assert (sizes["legacy"], sizes["standard"], sizes["processed_legacy"]) == (0, 0, 2)

@@ -17,8 +17,9 @@ are aggregates that name no crash, and a rollup would otherwise recount the day 
 
 What moves: the queue sizes (``crash_report_queues``) of a crash deleted while queued, as a save
 moves them, decided by the same checks so that a deletion racing a save moves them once
-(:func:`_dequeue`): this store's own pointers by the crash row's ``flags:processed`` N -> Y
-(whoever wins it, save or deletion, dequeues them), any other pointer by its own check, a
+(:func:`_dequeue`): this store's own standard pointer by the crash row's ``flags:processed``
+N -> Y (whoever wins it, save or deletion, dequeues it), any other pointer (the legacy one,
+which Socorro's processors take, included) by its own check, a
 pending priority request by its flag's stamp -> empty.  Else ``queue_sizes()`` would show the
 crash queued until ``reconcile-queue``, and every empty poll would scan.
 
@@ -131,11 +132,14 @@ def _dequeue(backend, present):
         own, others = queue_pointer_forms(crash_id, submitted, K.COL_PROCESS_TYPE in cells)
         if cells.get(K.COL_PROCESSED) == b"N":
             if own is not None:
-                checks.append(((row, K.COL_PROCESSED, b"N", {K.COL_PROCESSED: b"Y"}), counters.queue_increments(
-                    deletes_unprocessed=1, deletes_unprocessed_legacy=int(legacy))))
+                checks.append(((row, K.COL_PROCESSED, b"N", {K.COL_PROCESSED: b"Y"}),
+                               counters.queue_increments(deletes_unprocessed=1)))
             for form in others:
-                for table in (K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG) if legacy else (K.UNPROCESSED_FLAG,):
-                    takes[table].append((form, K.COL_OOID, crash_id.encode("ascii"), {K.COL_OOID: b""}))
+                takes[K.UNPROCESSED_FLAG].append((form, K.COL_OOID, crash_id.encode("ascii"), {K.COL_OOID: b""}))
+            if legacy:  # Socorro's processors may have taken it: counted only if taken here
+                for form in ([own] if own is not None else []) + others:
+                    takes[K.LEGACY_UNPROCESSED_FLAG].append((form, K.COL_OOID, crash_id.encode("ascii"),
+                                                             {K.COL_OOID: b""}))
         if cells.get(K.COL_PRIORITY):
             checks.append(((row, K.COL_PRIORITY, cells[K.COL_PRIORITY], {K.COL_PRIORITY: b""}),
                            counters.queue_increments(deletes_unprocessed_priority=1)))

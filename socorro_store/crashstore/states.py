@@ -46,9 +46,10 @@ def queue_pointer_forms(crash_id, submitted, own_pointers):
     """``(own form or None, [other forms])`` of a crash's queue pointer keys.
 
     The own form is the one key this store's collector wrote (for a crash row holding
-    ``flags:process_type``): its dequeue is decided by the crash row's ``flags:processed``
-    N -> Y.  The others (Socorro's 19-character form; every form of a crash Socorro's collector
-    wrote) may be taken by another writer, each by a check of its own."""
+    ``flags:process_type``): the dequeue of its standard pointer is decided by the crash row's
+    ``flags:processed`` N -> Y.  Its legacy pointer (which Socorro's processors take) and the
+    others (Socorro's 19-character form; every form of a crash Socorro's collector wrote) may be
+    taken by another writer, each by a check of its own."""
     own = K.time_index_key(crash_id, submitted) if own_pointers else None
     return own, [form for form in time_index_key_forms(crash_id, submitted) if form != own]
 

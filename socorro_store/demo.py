@@ -149,13 +149,14 @@ def synthetic_crashes(n, day, seed=None, dump_kb=150, signatures=3000, until=Non
         raw = {
             "ProductName": product, "Version": f"{major}.0.{rng.randint(0, 3)}",
             "BuildID": build.strftime("%Y%m%d%H%M%S"), "ReleaseChannel": weighted_choice(rng, CHANNELS),
-            "ProcessType": weighted_choice(rng, PROCESS_TYPES), "CPUArchitecture": rng.choice(["amd64", "arm64", "x86"]),
+            "ProcessType": weighted_choice(rng, PROCESS_TYPES), "CPUArchitecture": None,  # below: one the OS runs on
             "CrashTime": str(int(submitted.timestamp()) - rng.randint(0, 60)),
             "InstallTime": str(int(build.timestamp())), "AvailablePhysicalMemory": str(rng.randrange(2**30, 2**35)),
             "submitted_timestamp": submitted.isoformat(), "uuid": crash_id,
             "legacy_processing": weighted_choice(rng, THROTTLE), "throttle_rate": 10,
         }
         raw["OS"] = os_of(raw, rng)
+        raw["CPUArchitecture"] = rng.choice(_OS_DETAILS[raw["OS"]][1])  # so the processed cpu_arch agrees
         raw["Notes"] = _APP_NOTES[raw["OS"]]
         if rng.random() < 0.03:  # protected annotations: shown only with web --unredacted
             raw["Comments"] = f"It crashed when I opened a tab. Mail me: user{rng.randrange(10**6)}@example.com"
@@ -204,6 +205,10 @@ _REASONS = {"Windows NT": ["EXCEPTION_ACCESS_VIOLATION_READ", "EXCEPTION_ACCESS_
                          "EXC_BAD_INSTRUCTION / EXC_I386_INVOP"],
             "Linux": ["SIGSEGV / SEGV_MAPERR", "SIGSEGV / SEGV_ACCERR", "SIGABRT", "SIGILL / ILL_ILLOPN"],
             "Android": ["SIGSEGV / SEGV_MAPERR", "SIGABRT", "SIGBUS / BUS_ADRALN"]}
+#: where a process's modules are mapped: high in a 64-bit address space, under 2 GB in a 32-bit one
+#: (frames, modules and the crash address of one crash all agree with its cpu_arch)
+_ADDRESS_BASE_64 = 0x7ff800000000
+_ADDRESS_BASE_32 = {"x86": 0x60000000, "arm": 0x40000000}
 _CPU_INFO = {"amd64": "GenuineIntel family 6 model 154 stepping 3", "x86": "GenuineIntel family 6 model 142 stepping 10",
              "arm64": "ARM 0x41 part 0xd0c", "arm": "ARM 0x41 part 0xd05"}
 _LOOP = [("nsThread::ProcessNextEvent(bool, bool*)", "xpcom/threads/nsThread.cpp", 1148),
@@ -235,15 +240,20 @@ def _source(function):
     return f"{folder}/{scope.split('::')[-1]}.cpp"
 
 
-def _frames(signature, os_name, main, rng, revision):
-    """The crashing thread's frames: the signature's own, then the event loop, then the OS's."""
+def _address_base(arch):
+    return _ADDRESS_BASE_32.get(arch, _ADDRESS_BASE_64)
+
+
+def _frames(signature, os_name, main, rng, revision, base=_ADDRESS_BASE_64):
+    """The crashing thread's frames: the signature's own, then the event loop, then the OS's;
+    their addresses from ``base`` (:func:`_address_base` of the crash's CPU)."""
     module = main[0]
     frames = []
 
     def add(function, file=None, line=None, module=module, trust="cfi"):
         frame = {"frame": len(frames), "module": module, "trust": "context" if not frames else trust,
                  "module_offset": f"0x{rng.randrange(0x1000, 0x8000000):x}"}
-        frame["offset"] = f"0x{0x7ff800000000 + int(frame['module_offset'], 16):x}"
+        frame["offset"] = f"0x{base + int(frame['module_offset'], 16):x}"
         if function is not None:
             frame["function"] = function
             frame["function_offset"] = f"0x{rng.randrange(8, 600):x}"
@@ -256,7 +266,7 @@ def _frames(signature, os_name, main, rng, revision):
         if "@0x" in part:
             name, _, offset = part.partition("@")
             frames.append({"frame": len(frames), "module": main[0] if name.startswith(("libxul", "xul")) else name,
-                           "module_offset": offset, "offset": f"0x{0x7ff800000000 + int(offset, 16):x}",
+                           "module_offset": offset, "offset": f"0x{base + int(offset, 16):x}",
                            "trust": "context" if not frames else "scan"})
     if (signature or "").startswith("OOM"):
         for function, file, line in _OOM:
@@ -272,10 +282,10 @@ def _frames(signature, os_name, main, rng, revision):
     return frames
 
 
-def _modules(os_name, main, version, os_ver, rng):
-    """``json_dump.modules``: the main module (Gecko, the product's version) and the system's."""
+def _modules(os_name, main, version, os_ver, rng, base=_ADDRESS_BASE_64):
+    """``json_dump.modules``: the main module (Gecko, the product's version) and the system's,
+    mapped one after the other from ``base``."""
     out = []
-    base = 0x7ff800000000
     for filename, debug_file in [main] + list(_OS_DETAILS[os_name][3]):
         gecko = filename == main[0]
         size = rng.randrange(0x100000, 0x8000000) if gecko else rng.randrange(0x10000, 0x400000)
@@ -307,12 +317,14 @@ def processed_crash(raw, crash_id, signature, processor="demo-processor", now=No
     arch = raw.get("CPUArchitecture") if raw.get("CPUArchitecture") in arches else arches[0]
     reasons = _REASONS[os_name]
     reason = reasons[_stable(signature, os_name) % len(reasons)] if rng.random() < 0.9 else rng.choice(reasons)
-    address = "0x0" if rng.random() < 0.3 else f"0x{rng.randrange(0x1000, 0x7fffffffffff):x}"
+    top = 0x7fffffff if arch in _ADDRESS_BASE_32 else 0x7fffffffffff
+    address = "0x0" if rng.random() < 0.3 else f"0x{rng.randrange(0x1000, top):x}"
     submitted = datetime.fromisoformat(raw["submitted_timestamp"])
     crash_time = int(raw.get("CrashTime") or submitted.timestamp())
     install_time = int(raw.get("InstallTime") or crash_time)
     uptime = max(1, int(rng.lognormvariate(6, 1.8)))
-    frames = _frames(signature, os_name, main, rng, f"{_stable(raw.get('BuildID', '')) % 16**12:012x}")
+    frames = _frames(signature, os_name, main, rng, f"{_stable(raw.get('BuildID', '')) % 16**12:012x}",
+                     _address_base(arch))
     crashing = {"thread_index": 0, "thread_name": "Main Thread" if raw.get("ProcessType") in (None, "default") else
                 "MainThread", "frame_count": len(frames), "frames": frames}
     other = {"thread_name": "Timer", "frame_count": 2, "frames": [
@@ -320,7 +332,7 @@ def processed_crash(raw, crash_id, signature, processor="demo-processor", now=No
          "Windows NT" else "__psynch_cvwait" if os_name == "Mac OS X" else "futex_wait", "trust": "context"},
         {"frame": 1, "module": main[0], "function": "mozilla::detail::ConditionVariableImpl::wait(mozilla::detail::MutexImpl&)",
          "trust": "cfi"}]}
-    modules = _modules(os_name, main, raw.get("Version", ""), os_ver, rng)
+    modules = _modules(os_name, main, raw.get("Version", ""), os_ver, rng, _address_base(arch))
     cpu_count = rng.choice([2, 4, 8, 12, 16])
     doc = {
         "uuid": crash_id, "crash_id": crash_id, "signature": signature, "success": True,

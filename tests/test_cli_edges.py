@@ -57,7 +57,6 @@ def _run_into_closed_pipe(url, args, read=0):
     ["crashes", "list", "--day", DAY.isoformat(), "--table"],
     ["signatures", "top", "--day", DAY.isoformat()],
     ["signatures", "top", "--day", DAY.isoformat(), "--json"],
-    ["export", "--day", DAY.isoformat(), "-o", "-"],
     ["tables", "list"],
     ["--help"],
     ["crashes", "list", "--help"],
@@ -66,6 +65,16 @@ def _run_into_closed_pipe(url, args, read=0):
 def test_a_closed_stdout_is_a_quiet_normal_end(url, args, read):
     code, err = _run_into_closed_pipe(url, args, read)
     assert (code, err) == (0, "")
+
+
+@pytest.mark.parametrize("read", [0, 100], ids=["closed-at-once", "head-c-100"])
+def test_an_export_whose_reader_stops_early_fails_in_one_line(url, read):
+    """``export … | head -c 100`` exited 0 with nothing on stderr (issue 39): a truncated stream
+    looked like a whole one.  Unlike a listing, an export is incomplete without its end."""
+    code, err = _run_into_closed_pipe(url, ["export", "--day", DAY.isoformat(), "-o", "-"], read)
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("Error: the export is incomplete: its reader closed the stream before the end")
 
 
 def test_a_closed_stdout_when_reading_the_first_line_like_head_1(url):

@@ -4,11 +4,11 @@ Each command group lives in its own module here and is registered below.  Errors
 (:class:`~socorro_store.errors.SocorroStoreError`) become one line on stderr: exit code 2 for bad
 input or usage (:data:`BAD_INPUT`), exit code 1 for a failure (not found, no store, backend
 unavailable or failing, a failed job, a corrupt stream, a file that cannot be read or written).
-A reader that closes stdout early (``| head``) is a normal end: exit 0, nothing on stderr.
+A reader that closes stdout early (``| head``) is a normal end: exit 0, nothing on stderr; but
+for ``export``, whose stream is incomplete without its end (exit 1, one line).
 """
 
 import importlib
-import os
 import shlex
 import sys
 
@@ -17,6 +17,7 @@ import click
 from ..config import ENV_VAR
 from ..errors import ConfigError, InvalidArgument, SocorroStoreError, SpecError, StoreNotFound
 from ..jobs.runs import JobLeaseHeld
+from .common import SummaryGroup, stdout_to_devnull
 
 # Modules that each define COMMANDS, a list of click commands to register on the main group.
 COMMAND_MODULES = ["tables", "serve", "crashes", "jobs", "crash", "reports", "dimensions", "transfer", "raw", "web"]
@@ -64,23 +65,18 @@ def _stdout_is_closed():
 
 
 def _on_broken_pipe():
-    """stdout's reader went away (``| head``): a normal end, exit 0.  As Python's documentation
-    advises (signal module, "Note on SIGPIPE"), stdout is pointed at devnull first, so that the
-    interpreter's final flush of what is still buffered has nowhere to fail.  A broken pipe that
-    is not stdout's is a failure like any other OSError (one line, exit 1)."""
+    """stdout's reader went away (``| head``): a normal end, exit 0 (stdout pointed at devnull
+    first: :func:`~.common.stdout_to_devnull`).  A broken pipe that is not stdout's is a failure
+    like any other OSError (one line, exit 1); a command whose output is incomplete without its
+    end (``export``) says so itself."""
     if not _stdout_is_closed():
         click.echo("Error: Broken pipe", err=True)
         sys.exit(1)
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (AttributeError, OSError, ValueError):
-        pass
+    stdout_to_devnull()
     sys.exit(0)
 
 
-class _Group(click.Group):
+class _Group(SummaryGroup):
     """Turns library errors into one-line messages with exit code 2 (bad input) or 1 (failure),
     and click's usage errors (unknown option, bad value) into one line with exit code 2.  A closed
     stdout ends any command quietly with exit 0."""

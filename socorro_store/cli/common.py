@@ -3,12 +3,42 @@
 import io
 import itertools
 import json
+import os
 import sys
 
 import click
 
 from ..backends import open_backend
 from ..crashstore.store import CrashStore
+from ..schema.labels import label
+
+
+class SummaryGroup(click.Group):
+    """A command group whose ``--help`` lists each command with its whole first sentence,
+    wrapped: click's default cuts it at the terminal's width ("Simulate a collector, processors
+    and readers on the..."), which reads as a fragment."""
+
+    def format_commands(self, ctx, formatter):
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=1000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def stdout_to_devnull():
+    """Point stdout at devnull, once its reader has gone: as Python's documentation advises
+    (signal module, "Note on SIGPIPE"), so that the interpreter's final flush of what is still
+    buffered has nowhere to fail (a traceback at exit)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def echo_json(data):
@@ -76,7 +106,8 @@ def progress_bar(as_json, label):
 #   --json    one JSON array of objects, streamed item by item (a big list never sits in memory);
 #   --nl      newline-delimited JSON: one object per line (for `jq -c`, line tools, huge lists);
 #   --csv     a header row, then one row per item (nested values as JSON);
-#   --table   aligned columns with a header (reads the whole list first, to size the columns).
+#   --table   aligned columns with a header (reads the whole list first, to size the columns);
+#             the one format only people read: the store's markers (##null##…) in words.
 # Commands that print one thing (crash show, jobs show, a report) print one indented JSON object.
 
 LIST_FORMATS = ("json", "nl", "csv", "table")
@@ -123,7 +154,7 @@ def emit_list(items, fmt, columns, plain):
             writer.writerow(row)
             click.echo(line.getvalue())
     else:
-        rows = [[_cell(item.get(c)) for c in columns] for item in items]
+        rows = [[_cell(label(item.get(c))) for c in columns] for item in items]
         widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
         for row in [list(columns), ["-" * w for w in widths]] + rows:
             click.echo("  ".join(value.ljust(w) for value, w in zip(row, widths)).rstrip())

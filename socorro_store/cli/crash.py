@@ -1,18 +1,31 @@
 """``socorro-store crash …`` (one crash) and ``crashes list`` (a time range of crashes)."""
 
+import functools
 import itertools
 import sys
+from datetime import datetime, timedelta, timezone
 
 import click
 
 from ..errors import InvalidArgument, InvalidCrashID, NotFound
 from ..schema.crash_ids import parse_crash_id
+from ..schema.labels import label
 from ..schema.timeparse import FIRST_DAY, parse_day, parse_timestamp
-from .common import echo_json, emit_list, list_format_options, open_existing_store
+from .common import SummaryGroup, echo_json, emit_list, list_format_options, open_existing_store
 
 
-def time_range(day, start, end):
-    """``(start, end)`` of ``--day D`` or ``--from T --to T`` (exactly one of them)."""
+def last_days(days, now=None):
+    """``(start, end)`` of the last ``days`` UTC days, today included (``now``: default the clock)."""
+    today = (now or datetime.now(timezone.utc)).replace(hour=0, minute=0, second=0, microsecond=0)
+    end = today + timedelta(days=1)
+    return end - timedelta(days=days), end
+
+
+def time_range(day, start, end, default_days=None):
+    """``(start, end)`` of ``--day D`` or ``--from T --to T`` (one of them), or with neither the
+    last ``default_days`` days (:func:`last_days`; None: one of them is required)."""
+    if day is None and start is None and end is None and default_days is not None:
+        return last_days(default_days)
     if day is not None:
         if start is not None or end is not None:
             raise click.UsageError("give --day or --from/--to, not both")
@@ -27,10 +40,12 @@ def time_range(day, start, end):
     return first, last
 
 
-def range_options(command):
+def range_options(command, default=None):
+    """``--day``, ``--from`` and ``--to``; ``default``: what neither means, for the help."""
+    day_help = "One UTC day (YYYY-MM-DD)." + (f"  Without --day or --from/--to: {default}." if default else "")
     command = click.option("--to", "end", default=None, metavar="T", help="End (exclusive), ISO 8601.")(command)
     command = click.option("--from", "start", default=None, metavar="T", help="Start, ISO 8601.")(command)
-    return click.option("--day", default=None, metavar="D", help="One UTC day (YYYY-MM-DD).")(command)
+    return click.option("--day", default=None, metavar="D", help=day_help)(command)
 
 
 class CrashIdType(click.ParamType):
@@ -49,7 +64,7 @@ class CrashIdType(click.ParamType):
 CRASH_ID = CrashIdType()
 
 
-@click.group("crash")
+@click.group("crash", cls=SummaryGroup)
 def crash_group():
     """Read, dump, reprocess or delete one crash.
 
@@ -60,7 +75,7 @@ def crash_group():
 
 @crash_group.command("show")
 @click.argument("crash_id", type=CRASH_ID)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def show(ctx, crash_id, as_json):
     """Processing state, times, signature, product, version and dumps of a crash."""
@@ -75,7 +90,7 @@ def show(ctx, crash_id, as_json):
                                                                       if info["process_type"] else ""))
     click.echo(f"submitted    {info['submitted']}")
     click.echo(f"processed    {info['processed_at'] or 'no'}")
-    click.echo(f"signature    {info['signature'] if info['signature'] is not None else '-'}")
+    click.echo(f"signature    {label(info['signature']) if info['signature'] is not None else '-'}")
     click.echo(f"queues       {', '.join(info['queues']) or '-'}"
                + (f"  (legacy_processing {info['legacy_processing']})" if info["legacy_processing"] is not None else ""))
     click.echo("claim        " + ("-" if claim is None else
@@ -108,12 +123,19 @@ def processed(ctx, crash_id, unredacted, as_json):
 
 @crash_group.command("dumps")
 @click.argument("crash_id", type=CRASH_ID)
-@click.option("--dir", "directory", required=True, type=click.Path(file_okay=False),
-              help="Directory to write the dumps to (created if needed).")
-@click.option("--json", "as_json", is_flag=True)
+@click.argument("directory", metavar="DIR", required=False, type=click.Path(file_okay=False))
+@click.option("--dir", "dir_option", default=None, type=click.Path(file_okay=False),
+              help="DIR given as an option (as older releases took it).")
+@click.option("--json", "as_json", is_flag=True, help="Print the paths as JSON ({dump name: path}).")
 @click.pass_context
-def dumps(ctx, crash_id, directory, as_json):
-    """Write each dump to DIR/<crash id>.<dump name>.dump; print the paths."""
+def dumps(ctx, crash_id, directory, dir_option, as_json):
+    """Write each dump to DIR/<crash id>.<dump name>.dump; print the paths.
+
+    DIR is created if needed (0700); the dump files are 0600: a minidump holds the crashed
+    process's memory."""
+    if (directory is None) == (dir_option is None):
+        raise click.UsageError("give the directory once: crash dumps CRASH_ID DIR")
+    directory = directory if directory is not None else dir_option
     with open_existing_store(ctx) as store:
         paths = store.get_raw_dumps_as_files(crash_id, directory, suffix=".dump")
     if as_json:
@@ -144,7 +166,7 @@ def _ids(crash_ids):
 
 @crash_group.command("reprocess")
 @click.argument("crash_ids", nargs=-1, required=True, type=CRASH_ID)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def reprocess(ctx, crash_ids, as_json):
     """Queue crashes for reprocessing (the priority queue).  ``-`` reads ids from stdin."""
@@ -161,7 +183,7 @@ def reprocess(ctx, crash_ids, as_json):
 @click.argument("crash_ids", nargs=-1, required=True, type=CRASH_ID)
 @click.option("--yes", is_flag=True, help="Really delete (required).")
 @click.option("--missing-ok", is_flag=True, help="Skip ids with no crash instead of failing.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def delete(ctx, crash_ids, yes, missing_ok, as_json):
     """Delete crashes with every pointer, queue row and claim (counters stay).  Needs --yes."""
@@ -177,21 +199,21 @@ def delete(ctx, crash_ids, yes, missing_ok, as_json):
             click.echo(f"deleted {crash_id}")
 
 
-@click.group("crashes")
+@click.group("crashes", cls=SummaryGroup)
 def crashes_group():
     """Crashes of a time range."""
 
 
 @crashes_group.command("list")
-@range_options
+@functools.partial(range_options, default="today")
 @click.option("--signature", default=None, help="Only crashes of this signature.")
 @click.option("--limit", type=click.IntRange(0), default=None, help="At most N crashes.")
 @list_format_options
 @click.pass_context
 def list_command(ctx, day, start, end, signature, limit, fmt):
-    """Crash ids submitted in the range, in submission order; with --json, --nl, --csv or
-    --table also each crash's submitted time, signature and state."""
-    start, end = time_range(day, start, end)
+    """Crash ids submitted in the range (default: today, UTC), in submission order; with --json,
+    --nl, --csv or --table also each crash's submitted time, signature and state."""
+    start, end = time_range(day, start, end, default_days=1)
     with open_existing_store(ctx) as store:
         if signature is not None and not store.get_signature_counters(signature):
             # as `signatures show`: a signature never counted is a typo, not an empty result

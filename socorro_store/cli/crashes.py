@@ -5,8 +5,10 @@ import sys
 import click
 
 from ..demo import run_demo
+from ..schema.labels import label
 from ..schema.timeparse import parse_day
 from .common import echo_json, local_url_option, url_of
+from .reports import bars_with_data
 
 
 @click.command()
@@ -45,10 +47,10 @@ def demo(ctx, count, processors, dump_kb, seed, day, local_url, as_json):
     click.echo(f"hang pairs               {report['hang_pairs_for_day']}")
     click.echo("top signatures:")
     for item in report["top_signatures"]:
-        click.echo(f"  {item['count']:6d}  {item['signature']}")
+        click.echo(f"  {item['count']:6d}  {label(item['signature'])}")
     click.echo("hourly counts (submitted_crash_reports):")
-    for hour, n in report["hourly_counts"].items():
-        click.echo(f"  {hour}  {n:6d}  {'#' * (n * 40 // max(1, max(report['hourly_counts'].values())))}")
+    for line in bars_with_data(report["hourly_counts"].items(), "hour"):
+        click.echo(line)
     click.echo(f"lifecycle throughput     {report['crashes_per_second']} crashes/s "
                f"({report['elapsed_seconds']} s)")
 

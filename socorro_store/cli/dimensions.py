@@ -4,16 +4,16 @@ import click
 
 from ..crashstore import dimensions
 from ..errors import InvalidArgument
-from .common import echo_json, open_existing_store
+from .common import SummaryGroup, echo_json, open_existing_store
 
 
-@click.group("dimensions")
+@click.group("dimensions", cls=SummaryGroup)
 def dimensions_group():
     """The values counted under their own name (the rest as ##other##); rollup admits by volume."""
 
 
 @dimensions_group.command("show")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def show(ctx, as_json):
     """The products, versions and OS names admitted now, and the products kept."""
@@ -47,7 +47,7 @@ def _names(names, from_file):
 @click.argument("products", nargs=-1)
 @click.option("--file", "from_file", type=click.File("r"), default=None,
               help="Products to keep, one per line (# comments): the keep list becomes exactly these.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def keep(ctx, products, from_file, as_json):
     """Always count PRODUCTS under their own name, whatever their volume."""
@@ -59,7 +59,7 @@ def keep(ctx, products, from_file, as_json):
 
 @dimensions_group.command("unkeep")
 @click.argument("products", nargs=-1, required=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def unkeep(ctx, products, as_json):
     """Stop keeping PRODUCTS: from the next rollup they stay by volume only."""

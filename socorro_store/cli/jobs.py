@@ -14,7 +14,7 @@ import click
 from ..jobs import expiry, rollup, scrutiny
 from ..jobs.runs import get_run, list_runs
 from ..schema.timeparse import parse_duration
-from .common import echo_json, emit_list, list_format_options, open_existing
+from .common import SummaryGroup, echo_json, emit_list, list_format_options, open_existing
 
 
 def _progress(as_json):
@@ -50,7 +50,7 @@ def _print_table(report):
 @click.option("--until", default=None, metavar="T", help="Roll up intervals ending before T (ISO 8601; default now).")
 @click.option("--grace", default="1h", show_default=True, help="An interval is closed this long after it ends.")
 @click.option("--since", default=None, metavar="DATE", help="Recompute every day from DATE (default: since the last run).")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def rollup_command(ctx, until, grace, since, as_json):
     """Make counters exact for closed intervals and roll them up (job 'rollup')."""
@@ -82,13 +82,17 @@ def rollup_command(ctx, until, grace, since, as_json):
 @click.command("expire")
 @click.option("--minute-days", default=7, show_default=True, help="metrics minute rows kept (days).")
 @click.option("--hour-days", default=90, show_default=True, help="metrics hour rows kept (days).")
-@click.option("--signature-hours", default=48, show_default=True)
-@click.option("--signature-days", default=30, show_default=True)
-@click.option("--signature-months", default=2, show_default=True)
-@click.option("--signature-years", default=2, show_default=True)
+@click.option("--signature-hours", default=48, show_default=True,
+              help="signature hour counters kept (hours).")
+@click.option("--signature-days", default=30, show_default=True,
+              help="signature day counters kept (days).")
+@click.option("--signature-months", default=2, show_default=True,
+              help="signature month counters kept (months).")
+@click.option("--signature-years", default=2, show_default=True,
+              help="signature year counters kept (years).")
 @click.option("--claim-days", default=2, show_default=True,
               help="processed crashes' claim histories kept (days after their minute).")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def expire_command(ctx, minute_days, hour_days, signature_hours, signature_days, signature_months,
                    signature_years, claim_days, as_json):
@@ -106,7 +110,7 @@ def expire_command(ctx, minute_days, hour_days, signature_hours, signature_days,
 
 
 @click.command("reconcile-queue")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def reconcile_queue_command(ctx, as_json):
     """Recompute the crash_report_queues sizes from the queue indexes (job 'reconcile-queue')."""
@@ -128,11 +132,12 @@ def reconcile_queue_command(ctx, as_json):
 @click.option("--until", default=None, metavar="DATE", help="With --since: only crash-id dates before DATE.")
 @click.option("--drop-foreign", is_flag=True,
               help="With --repair: delete pointers in Socorro's layouts (FOREIGN) whose crash row exists.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def verify_indexes_command(ctx, repair, orphan_age, since, until, drop_foreign, as_json):
-    """VALID / MISSING / ORPHAN / FOREIGN / UNREADABLE / MALFORMED pointers of the 7 index tables
-    (job 'verify-indexes').
+    """Check every pointer of the 7 index tables against its crash row; --repair fixes them.
+
+    Each pointer is VALID, MISSING, ORPHAN, FOREIGN, UNREADABLE or MALFORMED (job 'verify-indexes').
 
     Exit 0: nothing to fix (a check), or everything found was fixed (--repair).  Exit 1: a check
     found MISSING, ORPHAN (MALFORMED rows, in no layout, are orphans too) or UNREADABLE pointers,
@@ -158,7 +163,7 @@ def verify_indexes_command(ctx, repair, orphan_age, since, until, drop_foreign, 
         ctx.exit(1)
 
 
-@click.group("jobs")
+@click.group("jobs", cls=SummaryGroup)
 def jobs_group():
     """Runs of the batch jobs (from the jobs table)."""
 
@@ -169,7 +174,7 @@ def _when(ms):
 
 @jobs_group.command("list")
 @click.option("--job", default=None, help="Only runs of this job.")
-@click.option("--limit", default=50, show_default=True)
+@click.option("--limit", default=50, show_default=True, help="At most N runs.")
 @list_format_options
 @click.pass_context
 def list_command(ctx, job, limit, fmt):
@@ -189,7 +194,7 @@ def list_command(ctx, job, limit, fmt):
 
 @jobs_group.command("show")
 @click.argument("run_id")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def show_command(ctx, run_id, as_json):
     """Everything recorded about one run, with its log."""
@@ -216,7 +221,7 @@ COMMANDS = [rollup_command, expire_command, reconcile_queue_command, verify_inde
 @click.command("expire-crashes")
 @click.option("--before", required=True, metavar="DATE", help="Delete crashes submitted before DATE (YYYY-MM-DD, UTC).")
 @click.option("--dry-run", is_flag=True, help="Count what would go; delete nothing.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def expire_crashes_command(ctx, before, dry_run, as_json):
     """Delete every crash submitted before DATE with all its index pointers; its counts stay

@@ -14,8 +14,10 @@ from .common import echo_json, local_url_option, open_existing, url_of
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=9090, show_default=True, type=click.IntRange(0, 65535),
               help="Port (0 picks a free one; the real port is printed).")
-@click.option("--transport", type=click.Choice(["buffered", "framed"]), default="buffered", show_default=True)
-@click.option("--protocol", type=click.Choice(["binary", "compact"]), default="binary", show_default=True)
+@click.option("--transport", type=click.Choice(["buffered", "framed"]), default="buffered", show_default=True,
+              help="Thrift transport, as HBase's hbase.regionserver.thrift.framed.")
+@click.option("--protocol", type=click.Choice(["binary", "compact"]), default="binary", show_default=True,
+              help="Thrift protocol, as HBase's hbase.regionserver.thrift.compact.")
 @click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (no authentication!).")
 @click.option("--max-frame-mb", default=2.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Largest framed-transport frame, in MB (HBase's default is 2).")

@@ -11,7 +11,7 @@ import click
 from ..backends import open_backend
 from ..schema import table_admin as admin
 from ..schema.spec_loader import load_specs, parse_codec_map
-from .common import echo_json, emit_list, list_format_options, open_existing, url_of
+from .common import SummaryGroup, echo_json, emit_list, list_format_options, open_existing, url_of
 
 #: The environment variable ``--codec-map`` falls back to.
 CODEC_MAP_ENV = "SOCORRO_STORE_CODEC_MAP"
@@ -43,7 +43,7 @@ def _presplit_line(report, prefix):
             f"regions, drop them while empty and run in the HBase shell what `{' '.join(command)}` prints")
 
 
-@click.group()
+@click.group(cls=SummaryGroup)
 def tables():
     """Create and check the tables from the declarative specs."""
 
@@ -96,7 +96,7 @@ def list_(ctx, fmt):
 
 @tables.command()
 @click.argument("name")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def describe(ctx, name, as_json):
     """Show a live table's families and their attributes (None: the backend cannot read it); on
@@ -127,7 +127,7 @@ def describe(ctx, name, as_json):
 @tables.command()
 @_specs_option
 @_codec_map_option
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def verify(ctx, spec_dir, codec_map, as_json):
     """Compare live tables with the specs; print every difference; exit 1 on drift.
@@ -182,7 +182,7 @@ def ddl(names, spec_dir, codec_map, table_prefix, as_json):
 @tables.command()
 @click.argument("names", nargs=-1)
 @click.option("--yes", is_flag=True, help="Really drop (required).")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def drop(ctx, names, yes, as_json):
     """Drop the named tables (default: every table in the specs).  Needs --yes."""
@@ -199,7 +199,7 @@ def drop(ctx, names, yes, as_json):
 
 @tables.command()
 @click.argument("names", nargs=-1)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def compact(ctx, names, as_json):
     """Major-compact tables (default: every table in the specs): purge delete markers, expired

@@ -26,6 +26,7 @@ from ..backends import RowMutation
 from ..backends.base import MAX_CELL_BYTES
 from ..checks import is_int
 from ..errors import BackendError, BackendUnavailable, CrashIDNotFound, InvalidArgument, UnreadableDocument
+from ..files import make_private_directory, open_private
 from ..schema import keys as K
 from ..schema.crash_facts import (
     process_type_of,
@@ -392,13 +393,14 @@ def get_raw_dump(backend, crash_id, name=None):
 
 def get_raw_dumps_as_files(backend, crash_id, directory, suffix=".TEMPORARY.dump"):
     """Write each dump to ``directory/<crash_id>.<name><suffix>`` (Socorro's temporary files by
-    default); return ``{name: path}``."""
+    default); return ``{name: path}``.  The files are 0600 and a directory created here 0700
+    (:mod:`socorro_store.files`): a minidump holds the crashed process's memory."""
     dumps = get_raw_dumps(backend, crash_id)
-    os.makedirs(directory, exist_ok=True)
+    make_private_directory(directory)
     paths = {}
     for name, blob in dumps.items():
         path = os.path.join(directory, f"{crash_id}.{name}{suffix}")
-        with open(path, "wb") as handle:
+        with open_private(path) as handle:
             handle.write(blob)
         paths[name] = path
     return paths

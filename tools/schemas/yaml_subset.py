@@ -163,6 +163,8 @@ def _value(lines, indent, rest, in_sequence=False):
                 break
             text += " " + content
             lines.i += 1
+        if not rest.startswith(('"', "'", "[")) and re.search(r":(\s|$)", text):
+            raise ValueError(f"{lines.where(start)}: a mapping inside a plain scalar ({text[:40]!r})")
         return _scalar(text, lines.where(start))
     at, content = lines.peek()
     if at is None or at < indent or (at == indent and not (content.startswith("- ") and not in_sequence)):

@@ -248,7 +248,7 @@ def test_the_yaml_reader_reads_what_the_schemas_use():
     assert product["permissions"] == ["public"]
     assert schema["properties"]["Secret"]["description"] == "Plain text on the next line."
     assert schema["definitions"]["frame"]["properties"]["function"]["description"] == "Folded text: with a colon, over two lines.\n"
-    for bad in ("a: &anchor 1\n", "a: 1\n  b: 2\n", "a: {b: 1}\n", "a: 1\na: 2\n"):
+    for bad in ("a: &anchor 1\n", "a: 1\n  b: 2\n", "a: {b: 1}\n", "a: 1\na: 2\n", "a: 1\n---\nb: 2\n"):
         with pytest.raises(ValueError):
             yaml_subset.loads(bad, "bad.yaml")
 

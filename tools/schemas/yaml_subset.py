@@ -73,6 +73,7 @@ class _Lines:
         self.lines = text.split("\n")
         self.name = name
         self.i = 0
+        self.started = False  # a "---" after the first node starts a second document
 
     def where(self, i=None):
         return f"{self.name}:{(self.i if i is None else i) + 1}"
@@ -81,15 +82,14 @@ class _Lines:
         """``(indent, content)`` of the next meaningful line (comments and blanks skipped)."""
         while self.i < len(self.lines):
             raw = self.lines[self.i]
-            content = _strip_comment(raw)
-            if content.strip() and content.strip() != "---":
-                return len(raw) - len(raw.lstrip(" ")), content.strip()
-            if content.strip() == "---" and len(raw) - len(raw.lstrip(" ")) == 0 and self.i > 0 and self._seen:
-                raise ValueError(f"{self.where()}: more than one YAML document")
+            content = _strip_comment(raw).strip()
+            if content == "---" and not raw.startswith(" "):
+                if self.started:
+                    raise ValueError(f"{self.where()}: more than one YAML document")
+            elif content:
+                return len(raw) - len(raw.lstrip(" ")), content
             self.i += 1
         return None, None
-
-    _seen = False
 
 
 def loads(text, name="<yaml>"):
@@ -98,7 +98,7 @@ def loads(text, name="<yaml>"):
     indent, _ = lines.peek()
     if indent is None:
         return None
-    lines._seen = True
+    lines.started = True
     value = _block(lines, indent)
     if lines.peek()[0] is not None:
         raise ValueError(f"{lines.where()}: unexpected indentation")

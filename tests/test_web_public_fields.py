@@ -178,6 +178,13 @@ def test_the_wildcard_allows_any_key_and_a_named_key_wins():
     assert not fields.allows("processed_crash", "env.addons.special.name")
 
 
+def test_a_null_where_an_object_is_listed_is_shown_as_crash_stats_shows_it():
+    fields = PublicFields.load()
+    kept, withheld = fields.public("processed_crash", {"json_dump": {"crash_info": None, "system_info": "odd"},
+                                                       "java_exception": None})
+    assert kept == {"json_dump": {"crash_info": None}, "java_exception": None} and withheld == 1
+
+
 SCHEMA = """\
 # a comment
 ---

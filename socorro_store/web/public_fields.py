@@ -11,7 +11,8 @@ nothing else of it: ``json_dump.modules.filename`` keeps each module's ``filenam
 stepped through: a path names the keys of the objects a list holds).  ``*`` stands for any key
 (the schemas' ``^.+$`` pattern: ``telemetry_environment.addons.activeAddons.*.name`` keeps each
 add-on's name, whatever its id); a key named exactly is matched first.  Where a path expects an
-object but the stored value is a scalar, the value is withheld: it is none of the keys allowed.
+object but the stored value is a scalar, the value is withheld: it is none of the keys allowed
+(a null is kept, as crash-stats keeps it: the schemas let those objects be null).
 
 The filter counts what it withholds (keys, once per path, not once per list item), so a page can
 say that fields are left out without naming them: an annotation's name may itself be data.
@@ -49,7 +50,7 @@ def _tree(paths, kind, source):
 
 def _filter(value, tree, path, withheld):
     """``value`` with only the allowed keys of ``tree`` (``_DROP`` when nothing of it is)."""
-    if tree is True:
+    if tree is True or value is None:  # a null says nothing: crash-stats shows it where an object may be
         return value
     if isinstance(value, list):
         return [item for item in (_filter(v, tree, path, withheld) for v in value) if item is not _DROP]

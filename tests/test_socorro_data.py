@@ -15,6 +15,7 @@ from socorro_rows import (
     BackendWriter,
     HappybaseWriter,
     SOCORRO_DAYS,
+    socorro_2013_put_json_dump,
     socorro_2016_new_crashes,
     socorro_2016_save_processed,
     socorro_days_written,
@@ -620,3 +621,25 @@ def test_documented_steps_on_several_days_of_socorros_rows(socorro_days, backend
     for day in days:
         assert store.get_metrics(day.strftime("%Y-%m-%d"))["submitted_crash_reports"] == 3, day
     assert store.get_metrics("2016-09")["submitted_crash_reports"] == 12
+
+
+def test_a_day_range_judges_the_pointers_of_crashes_submitted_days_after_their_id(backend_url, backend_kind):
+    """Issue 39, item 1: Socorro's collector with ``accept_submitted_crash_id`` kept a client's
+    crash id (dated days before) and stamped the submission now.  verify-indexes --since/--until
+    judged only pointers within a day of the range, so such a crash's pointers (here the legacy one
+    2013's put_processed_json left behind) were neither VALID nor ORPHAN; the whole table's were."""
+    crash_id = "e0000077-0000-4000-8000-000002160910"  # dated 2016-09-10
+    with open_store(backend_url) as store:
+        store.create_tables()
+        writer = _writer(store, backend_kind, backend_url)
+        try:
+            socorro_2013_put_json_dump(writer, crash_id, {"ProductName": "Firefox", "uuid": crash_id,
+                                                          "submitted_timestamp": "2016-09-18T12:00:00.500000+00:00"})
+            socorro_2016_save_processed(writer, _socorro_processed(crash_id, "js::Resubmitted"))
+        finally:
+            writer.close()
+        whole = _judged(scrutiny.verify_indexes(store.backend))
+        assert whole[K.LEGACY_UNPROCESSED_FLAG] == {"orphan": 1} and whole[K.SUBMITTED_TIME] == {"valid": 1}
+        assert _judged(scrutiny.verify_indexes(store.backend, since="2016-09-10", until="2016-09-11")) == whole
+        scrutiny.verify_indexes(store.backend, repair=True, since="2016-09-10", until="2016-09-11")
+        assert scrutiny.problems_left(scrutiny.verify_indexes(store.backend)) == 0

@@ -37,6 +37,10 @@ signature_ooid                             processed (its current signature)
 
 ``since``/``until`` (dates) restrict the check to crashes whose crash-id date is in
 ``[since, until)``: their crash rows are read by day prefix, and only their pointers are judged.
+The time-keyed pointers are scanned from a day before the earliest to a day after the latest of
+``since``, ``until`` and those crashes' submitted times: a crash id's date need not be its
+submission's (Socorro's collector kept a client's crash id with ``accept_submitted_crash_id``),
+and each such pointer is judged as the whole-table check judges it.
 
 ``repair`` writes the missing pointers (crash rows re-read first: a crash processed since the
 check must not get its queue pointer back), deletes orphans whose newest cell is older than
@@ -202,8 +206,9 @@ def _page_of(backend, page):
             for cells in _with_process_type(backend, page).values()]
 
 
-def _check_crash_page(backend, page, counts, repair, heartbeat):
-    """MISSING: the pointers a page of crash rows implies that no index holds (any key form)."""
+def _check_crash_page(backend, page, counts, repair, heartbeat, span):
+    """MISSING: the pointers a page of crash rows implies that no index holds (any key form).
+    ``span``: ``[earliest, latest]`` submitted time of the crash rows read so far, widened."""
     expected = {table: {} for table in INDEX_TABLES}
     for crash_id, cells in page:
         try:
@@ -211,6 +216,9 @@ def _check_crash_page(backend, page, counts, repair, heartbeat):
                 expected[table].update(pointers)
         except _Unreadable:
             counts[K.SUBMITTED_TIME]["unreadable"] += 1
+            continue
+        submitted = stored_time(cells[K.COL_SUBMITTED])
+        span[:] = [min(span[0] or submitted, submitted), max(span[1] or submitted, submitted)]
     if heartbeat:
         heartbeat()
     for table, want in expected.items():
@@ -250,10 +258,12 @@ def _write_missing(backend, table, want):
     return sum(1 for key in want if key in still)
 
 
-def _pointer_pages(backend, table, since, until, page_size=PAGE):
-    """Pages of ``[(row, column, crash id, newest cell ts)]`` of ``table``'s pointers."""
-    if since is not None and table in TIME_TABLES:  # a pointer's time is near its crash-id date
-        low, high = since - timedelta(days=1), until + timedelta(days=1)
+def _pointer_pages(backend, table, since, until, page_size=PAGE, span=(None, None)):
+    """Pages of ``[(row, column, crash id, newest cell ts)]`` of ``table``'s pointers (with
+    ``since``, the time-keyed ones from a day before ``since`` or the earliest time of ``span``
+    to a day after ``until`` or its latest: a day's margin also holds 19-character keys)."""
+    if since is not None and table in TIME_TABLES:
+        low, high = min(since, span[0] or since) - timedelta(days=1), max(until, span[1] or until) + timedelta(days=1)
         scans = [backend.scan(table, start=a, stop=b, columns=[b"ids"], include_timestamp=True,
                               page_size=page_size)
                  for a, b in (K.time_index_range(c, low, high) for c in K.SALTS)]
@@ -392,8 +402,9 @@ def verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, hea
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     counts = {table: dict.fromkeys(COUNTS, 0) for table in INDEX_TABLES}
     report = progress or (lambda phase, done, total: None)
+    span = [None, None]  # submitted times of the crash rows read: where their pointers are
     for page in _crash_pages(backend, start, end, page_size, report):
-        _check_crash_page(backend, page, counts, repair, heartbeat)
+        _check_crash_page(backend, page, counts, repair, heartbeat, span)
 
     def in_range(crash_id):
         if start is None:
@@ -405,7 +416,7 @@ def verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, hea
         return start.date() <= day < end.date()
 
     for index, table in enumerate(INDEX_TABLES):
-        for page in _pointer_pages(backend, table, start, end, page_size):
+        for page in _pointer_pages(backend, table, start, end, page_size, span):
             _check_pointer_page(backend, table, page, counts[table], repair, orphan_age_s, now_ms,
                                 drop_foreign, in_range)
             if heartbeat:

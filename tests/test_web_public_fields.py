@@ -313,7 +313,7 @@ def test_the_report_page_shows_the_sections_crash_stats_shows(tmp_path):
     assert '<td class="function">bar</td><td class="source">Foo.java:42</td><td>yes</td>' in html
     assert "Crashing thread (3, Main)" in html and '<tr class="truncated"><td colspan="4">12 frames truncated</td></tr>' in html
     assert "<td>gone.dll</td><td><code>C0DE</code></td><td>Signer Inc.</td>" in html
-    assert "<td>ext@example.com</td><td>Ext</td><td>1.2</td><td>no</td><td>2</td>" in html
+    assert "<td>ext@example.com</td><td>Ext</td><td>1.2</td><td>no</td><td>SIGNEDSTATE_SIGNED</td>" in html
     assert "<td>other@example.com</td><td></td><td>2.0</td>" in html
     assert re.search(r"<th>Possible Bit Flips Max Confidence</th><td>87%</td>", html)
     assert "crashing_thread_mismatch" in html and "0xdeadbeef" not in html

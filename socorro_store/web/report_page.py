@@ -171,6 +171,12 @@ def unloaded_modules(processed):
             for module in found[:MAX_MODULES] if isinstance(module, dict)]
 
 
+# AddonManager's Addon.signedState values, named as crash-stats' Extensions tab names them
+SIGNED_STATES = {-2: "SIGNEDSTATE_BROKEN", -1: "SIGNEDSTATE_UNKNOWN", 0: "SIGNEDSTATE_MISSING",
+                 1: "SIGNEDSTATE_PRELIMINARY", 2: "SIGNEDSTATE_SIGNED", 3: "SIGNEDSTATE_SYSTEM",
+                 4: "SIGNEDSTATE_PRIVILEGED"}
+
+
 def _active_addons(processed, raw):
     found = _dict(_dict(processed.get("telemetry_environment")).get("addons")).get("activeAddons")
     if isinstance(found, dict):
@@ -197,7 +203,8 @@ def extensions(processed, raw):
         more = _dict(active.get(addon_id))
         out.append({"id": addon_id, "version": version.split(":")[0] or None,
                     "name": display.text(more.get("name")), "is_system": display.text(more.get("isSystem")),
-                    "signed_state": display.text(more.get("signedState"))})
+                    "signed_state": SIGNED_STATES.get(_index(more.get("signedState")),
+                                                      display.text(more.get("signedState")))})
     return out
 
 

@@ -126,3 +126,26 @@ def test_a_legacy_crash_processed_or_deleted_here_leaves_the_legacy_counter_at_i
         store.flush_counters()
         sizes = store.queue_sizes()
         assert (sizes["legacy"], sizes["standard"], sizes["processed_legacy"]) == (0, 0, 2)
+
+
+def test_a_deletion_after_a_rollup_takes_back_what_the_crashes_counted(backend_url):
+    """A's 5 crashes less 3 deleted rank as 2 at once, in every counter the crashes were in, and
+    the next rollup of the day finds nothing to correct (they still ranked as 5 until it counted
+    2: the store disagreed with itself across a rollup)."""
+    day = DAY.date()
+    with open_store(backend_url, background_counters=False) as store:
+        store.create_tables()
+        a = _save(store, 5, processed_as="A", ProductName="Firefox")
+        _save(store, 4, processed_as="B", ProductName="Firefox")
+        rollup.run_rollup(store.backend, until=NEXT_DAY, grace_s=0)
+        store.delete_crashes(a[:3])
+        store.flush_counters()
+        assert _top(store, day) == ([("B", 4), ("A", 2)], 6)
+        day_text = DAY.strftime("%Y-%m-%d")
+        assert store.get_metrics(day_text)["submitted_crash_reports"] == 6
+        assert store.get_metrics(day_text, product="Firefox")["submitted_crash_reports"] == 6
+        assert store.get_signature_counters("A")[f"daily_{day_text}"] == 2
+        assert store.get_signature_counters("A", product="Firefox")[f"daily_{day_text}"] == 2
+        report = rollup.run_rollup(store.backend, until=NEXT_DAY, grace_s=0, since=day_text)
+        assert report["drift"] == {}, report.get("drift_examples")
+        assert _top(store, day) == ([("B", 4), ("A", 2)], 6)

@@ -186,7 +186,7 @@ def reprocess(ctx, crash_ids, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def delete(ctx, crash_ids, yes, missing_ok, as_json):
-    """Delete crashes with every pointer, queue row and claim (counters stay).  Needs --yes."""
+    """Delete crashes with every pointer, queue row and claim, and what they counted.  Needs --yes."""
     if not yes:
         raise click.UsageError("refusing to delete crashes without --yes")
     ids = _ids(crash_ids)

@@ -12,8 +12,13 @@ What goes, for each crash (layouts in :mod:`socorro_store.schema.keys`):
 * its claim histories (cells named after its queue rows in the minute's claim row) and its
   dead-letter record, if any.
 
-What stays: the counters (``metrics``, ``crash_report_signatures``) and first-seen markers.  They
-are aggregates that name no crash, and a rollup would otherwise recount the day without it.
+What moves with it, when the caller passes its ``live_counters`` (the store does): the counters
+the crash row accounts for (``metrics``, ``crash_report_signatures``, the rankings:
+:func:`~.contributions.stored_counts`), taken back, so the counts follow the crash rows and a
+later ``rollup`` of the day finds nothing to correct.  What stays: the first-seen markers, the
+unique-signature and hang-pair counts (``rollup`` recounts them from the crash rows left), and
+every count when no ``live_counters`` is given (retention: old crashes go, their closed days'
+counts stay).
 
 What moves: the queue sizes (``crash_report_queues``) of a crash deleted while queued, as a save
 moves them, decided by the same checks so that a deletion racing a save moves them once
@@ -44,6 +49,7 @@ from ..schema.stored import (
     time_index_key_forms,
 )
 from . import counters
+from .contributions import stored_counts
 from .crashes import unique_crash_ids
 from .states import queue_pointer_forms
 
@@ -54,12 +60,13 @@ _TIME_INDEXES = (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG
                  K.HANG_ID_SUBMITTED_TIME)
 
 
-def delete_crashes(backend, crash_ids, missing_ok=False):
+def delete_crashes(backend, crash_ids, missing_ok=False, live_counters=None):
     """Delete crashes and everything that points at them; return the ids deleted.
 
     Every id is validated before anything is deleted (InvalidCrashID).  An id with no crash row
     raises :class:`CrashIDNotFound` before anything is deleted, unless ``missing_ok`` (then it
-    is skipped: deleting twice is not an error).
+    is skipped: deleting twice is not an error).  ``live_counters``: where the counts the crashes
+    accounted for are taken back (see the module docstring); None keeps them.
     """
     crash_ids = unique_crash_ids(crash_ids)
     if not crash_ids:
@@ -77,6 +84,8 @@ def delete_crashes(backend, crash_ids, missing_ok=False):
         return []
     dequeued = _dequeue(backend, present)
     backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cid), delete_row=True) for cid in present])
+    if live_counters is not None:  # the rows are gone: what they counted goes with them
+        live_counters.send([inc for cells in present.values() for inc in stored_counts(cells, -1)])
     deletes = {table: [] for table in _TIME_INDEXES + (K.SIGNATURE_OOID,)}
     hang_sides, socorro_hang_times = {}, {}
     for crash_id, cells in present.items():
@@ -114,7 +123,9 @@ def delete_crashes(backend, crash_ids, missing_ok=False):
         _delete_hang_sides(backend, K.HANG_ID, hang_sides)
     if socorro_hang_times:
         _delete_hang_sides(backend, K.HANG_ID_SUBMITTED_TIME, socorro_hang_times)
-    if dequeued:
+    if dequeued and live_counters is not None:
+        live_counters.send(dequeued)
+    elif dequeued:
         try:
             backend.increment_many(counters.coalesce(dequeued))
         except (BackendUnavailable, BackendError) as exc:  # the crash is gone: that is what was asked

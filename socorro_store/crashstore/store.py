@@ -296,9 +296,9 @@ class CrashStore:
 
     # -- operating (the ``crash``, ``crashes``, ``queue`` and ``signatures`` commands) ---------
     def delete_crashes(self, crash_ids, missing_ok=False):
-        """Delete crashes, their pointers, queue rows and claims; counters stay.  See
-        :mod:`deletion`."""
-        return deletion.delete_crashes(self.backend, crash_ids, missing_ok)
+        """Delete crashes, their pointers, queue rows and claims, and take back what they counted.
+        See :mod:`deletion`."""
+        return deletion.delete_crashes(self.backend, crash_ids, missing_ok, self.live_counters)
 
     def crash_summary(self, crash_id):
         return inspect.crash_summary(self.backend, crash_id)

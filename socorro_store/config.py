@@ -8,7 +8,7 @@ Accepted forms::
     bigtable://PROJECT/INSTANCE[?app_profile=ID]
 
 Several ``HOST:PORT`` name several Thrift servers of one cluster (one per region server host):
-clients spread over them and fail over (:mod:`socorro_store.backends.hbase_servers`).
+clients spread over them and fail over (:mod:`socorro_store.backends.hbase.servers`).
 ``api`` says which of HBase's two Thrift servers each HOST:PORT is: ``thrift1`` (the default; HBase's
 ``org.apache.hadoop.hbase.thrift.ThriftServer``, spoken through happybase) or ``thrift2``
 (``org.apache.hadoop.hbase.thrift2.ThriftServer``, spoken through thriftpy2: pre-split tables,

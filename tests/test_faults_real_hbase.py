@@ -13,7 +13,7 @@ its processes are SIGKILLed here.
   fresh connection and succeed; past the budget the caller gets ``BackendUnavailable``;
   increments, appends and check-and-put are never replayed (HBase ran them exactly as often as a
   request reached it); a lost scanner page is read again by a new scanner, never skipped.  These
-  are the rules of README "hbase backend" and ``backends/hbase.py``.
+  are the rules of README "hbase backend" and ``backends/hbase/thrift1.py``.
 
 Runtime is dominated by HBase: ~15-20 s to start, ~20 s to restart after the JVM is killed.
 """

@@ -1,7 +1,7 @@
 """The Thrift2 backend's retry rules on a real HBase, through a :class:`FaultProxy` in front of
 the session's Thrift2 server (nothing is killed, so the session's HBase is safe to use).
 
-The rules are those of ``backends/hbase_thrift2_conn.py`` (the same as Thrift1's): idempotent calls
+The rules are those of ``backends/hbase/thrift2_conn.py`` (the same as Thrift1's): idempotent calls
 (reads, puts, deletes) are retried on a fresh connection and land once; past the budget the
 caller gets ``BackendUnavailable``; increments, appends and check-and-put are never replayed
 (HBase ran them exactly as often as a request reached it); a lost scan page, one

@@ -20,7 +20,7 @@ from thriftpy2.transport import TMemoryBuffer
 
 from socorro_store import open_store
 from socorro_store.backends import Increment, RowMutation, open_backend
-from socorro_store.backends import thrift_sizes as sizes
+from socorro_store.backends.hbase import thrift_sizes as sizes
 from socorro_store.config import parse_url
 from socorro_store.errors import ConfigError, InvalidArgument, RequestTooLarge
 from socorro_store.schema import keys as K

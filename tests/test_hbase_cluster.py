@@ -12,9 +12,8 @@ import pytest
 from faults.chaos_workload import make_raw
 
 from socorro_store import CrashStore
-from socorro_store.backends.hbase import HBaseBackend
-from socorro_store.backends.hbase_servers import parse_servers
-from socorro_store.backends.hbase_thrift2 import HBaseThrift2Backend
+from socorro_store.backends.hbase import HBaseBackend, HBaseThrift2Backend
+from socorro_store.backends.hbase.servers import parse_servers
 from socorro_store.schema import table_admin
 from socorro_store.schema.spec_loader import load_specs
 from socorro_store.schema.specs import SALTS

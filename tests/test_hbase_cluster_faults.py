@@ -41,7 +41,7 @@ def test_thrift1_scan_over_every_thrift_server_reads_each_row_once(hbase_cluster
 
     from socorro_store.backends import RowMutation
     from socorro_store.backends.hbase import HBaseBackend
-    from socorro_store.backends.hbase_servers import parse_servers
+    from socorro_store.backends.hbase.servers import parse_servers
     from socorro_store.schema.specs import FamilySpec, TableSpec
 
     with HBaseBackend(servers=parse_servers(hbase_cluster.url), table_prefix="s" + uuid.uuid4().hex[:8],

@@ -1,6 +1,6 @@
 """Several Thrift servers in one store URL (issue 31, part 2), on real sockets.
 
-``hbase://H1:P1,H2:P2?…``: the backends' pool (``backends/hbase_servers.py``) spreads calls and
+``hbase://H1:P1,H2:P2?…``: the backends' pool (``backends/hbase/servers.py``) spreads calls and
 connections over the servers, leaves a server that stops answering out and tries it again later,
 fails idempotent calls over to another server, and never replays a call that may have applied.
 
@@ -17,10 +17,9 @@ from faults.faultproxy import FaultProxy
 from servers.gateway import Gateway
 
 from socorro_store.backends import RowMutation, open_backend
-from socorro_store.backends.hbase import HBaseBackend
-from socorro_store.backends.hbase_servers import LEAVE_OUT_AFTER, ServerList, parse_servers
-from socorro_store.backends.hbase_thrift2 import HBaseThrift2Backend
-from socorro_store.backends.hbase_thrift2_idl import hbase2
+from socorro_store.backends.hbase import HBaseBackend, HBaseThrift2Backend
+from socorro_store.backends.hbase.servers import LEAVE_OUT_AFTER, ServerList, parse_servers
+from socorro_store.backends.hbase.thrift2_idl import hbase2
 from socorro_store.errors import BackendUnavailable, ConfigError
 from socorro_store.schema.specs import FamilySpec, TableSpec
 

@@ -61,3 +61,27 @@ def test_modules_stay_small_and_few_lie_loose():
 def test_no_test_harness_in_the_package():
     names = {p.name for p in PACKAGE.rglob("*.py")}
     assert not names & {"chaos.py", "chaos_harness.py", "faultproxy.py"}
+
+
+def test_the_hbase_backends_are_one_folder_reached_through_the_contract_only():
+    """``backends/hbase/`` holds both HBase backends, their pool, admin and IDL; outside it only
+    ``backends/__init__.py`` (``open_backend``) imports it, the rest of the package imports the
+    contract (``backends``, ``backends.base``), and ``hbase/`` itself only the contract."""
+    backends = PACKAGE / "backends"
+    assert not sorted(p.name for p in backends.glob("*") if "hbase" in p.name and p.is_file())
+    assert {p.name for p in (backends / "hbase").glob("*.thrift")} == {"thrift2.thrift"}
+    wrong = []
+    for path in PACKAGE.rglob("*.py"):
+        here = path.relative_to(PACKAGE).with_suffix("").parts
+        for lineno, target in _imports(path):
+            if target[:1] != ("backends",) or target[:2] in (("backends",), ("backends", "base")):
+                continue
+            if here[:2] == ("backends", "hbase"):
+                allowed = target[:2] == ("backends", "hbase")
+            elif here[:1] == ("backends",):
+                allowed = target[:2] != ("backends", "hbase") or here == ("backends", "__init__")
+            else:
+                allowed = False
+            if not allowed:
+                wrong.append(f"{path.relative_to(PACKAGE)}:{lineno} imports {'.'.join(target)}")
+    assert wrong == []

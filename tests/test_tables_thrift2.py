@@ -18,8 +18,7 @@ from click.testing import CliRunner
 from test_tables_real_hbase import disk_families, write_spec
 
 from socorro_store.backends import open_backend
-from socorro_store.backends.hbase import HBaseBackend
-from socorro_store.backends.hbase_thrift2 import HBaseThrift2Backend
+from socorro_store.backends.hbase import HBaseBackend, HBaseThrift2Backend
 from socorro_store.cli import main
 from socorro_store.config import parse_url
 from socorro_store.errors import BackendUnavailable, ConfigError
@@ -184,10 +183,10 @@ def test_request_size_bounds_hold_for_thriftpy2s_encoders(protocol):
     from thriftpy2.thrift import TMessageType
     from thriftpy2.transport import TMemoryBuffer
 
-    from socorro_store.backends import thrift_sizes as sizes
+    from socorro_store.backends.hbase import thrift_sizes as sizes
     from socorro_store.backends.base import RowMutation
-    from socorro_store.backends.hbase_thrift2 import _put_bytes
-    from socorro_store.backends.hbase_thrift2_idl import hbase2
+    from socorro_store.backends.hbase.thrift2 import _put_bytes
+    from socorro_store.backends.hbase.thrift2_idl import hbase2
 
     factory = TBinaryProtocolFactory() if protocol == "binary" else TCompactProtocolFactory()
     backend = HBaseThrift2Backend("h", 1, transport="framed", protocol=protocol, table_prefix="p")

@@ -1,4 +1,4 @@
-"""Our Thrift2 IDL subset (``socorro_store/backends/hbase_thrift2.thrift``) against HBase's own.
+"""Our Thrift2 IDL subset (``socorro_store/backends/hbase/thrift2.thrift``) against HBase's own.
 
 Field ids, types and required-ness are the wire protocol: a wrong id or type would make HBase
 read a field as another or skip it.  HBase's IDL is in the hbase-thrift jar that
@@ -15,7 +15,7 @@ import pytest
 import thriftpy2
 from thriftpy2.thrift import TType
 
-from socorro_store.backends.hbase_thrift2_idl import IDL_PATH
+from socorro_store.backends.hbase.thrift2_idl import IDL_PATH
 
 JAR_IDL = "org/apache/hadoop/hbase/thrift2/hbase.thrift"
 
@@ -162,6 +162,6 @@ def test_the_idl_ships_as_package_data():
         import tomli as tomllib
     pyproject = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
     setuptools = pyproject["tool"]["setuptools"]
-    assert "socorro_store.backends" in setuptools["packages"]
-    assert "*.thrift" in setuptools["package-data"]["socorro_store.backends"]
-    assert Path(IDL_PATH).parent.name == "backends" and Path(IDL_PATH).suffix == ".thrift"
+    assert "socorro_store.backends.hbase" in setuptools["packages"]
+    assert "*.thrift" in setuptools["package-data"]["socorro_store.backends.hbase"]
+    assert Path(IDL_PATH).parent.name == "hbase" and Path(IDL_PATH).suffix == ".thrift"

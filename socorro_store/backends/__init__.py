@@ -18,7 +18,7 @@ def open_backend(url=None, create=True):
 
         return EmbeddedBackend(parsed.path, sync=parsed.options["sync"], create=create)
     if parsed.scheme == "hbase" and parsed.options["api"] == "thrift2":
-        from .hbase_thrift2 import HBaseThrift2Backend
+        from .hbase import HBaseThrift2Backend
 
         return HBaseThrift2Backend.from_url(parsed)
     if parsed.scheme == "hbase":

@@ -55,8 +55,8 @@ PROBLEMS = ("lost", "lost_processed", "duplicates", "missing_after", "orphan_aft
 
 def create_tables(cluster, prefix):
     """The store's tables under ``prefix``, through Thrift2: salted ones pre-split on the salts."""
-    from socorro_store.backends.hbase_servers import parse_servers
-    from socorro_store.backends.hbase_thrift2 import HBaseThrift2Backend
+    from socorro_store.backends.hbase import HBaseThrift2Backend
+    from socorro_store.backends.hbase.servers import parse_servers
     from socorro_store.schema import table_admin
 
     with HBaseThrift2Backend(servers=parse_servers(cluster.thrift2_url), table_prefix=prefix) as backend:

@@ -175,7 +175,7 @@ class LocalHBase:
     def wait_thrift2(self, deadline):
         """Until the Thrift2 server answers a data call: a ``get`` of a row of ``hbase:meta``
         (the port accepts, and admin calls answer, before it serves data)."""
-        from socorro_store.backends.hbase_thrift2_idl import hbase2
+        from socorro_store.backends.hbase.thrift2_idl import hbase2
         from thriftpy2.rpc import make_client
 
         last = None

@@ -1,11 +1,11 @@
 """Thrift1 values <-> the backend contract's: HBase's errors as typed errors, results as cell
-dicts, key ranges as ``TScan``, and increments spread over calls (used by :mod:`.hbase`)."""
+dicts, key ranges as ``TScan``, and increments spread over calls (used by :mod:`.thrift1`)."""
 
 import happybase  # noqa: F401 - registers the Hbase_thrift module
 import Hbase_thrift as thrift  # noqa: E402
 from thriftpy2.thrift import TApplicationException
 
-from ..errors import BackendError, FamilyNotFound, InvalidArgument, NotACounter, TableDisabled, TableExists, TableNotFound
+from ...errors import BackendError, FamilyNotFound, InvalidArgument, NotACounter, TableDisabled, TableExists, TableNotFound
 
 
 def _text(value):

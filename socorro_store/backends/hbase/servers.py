@@ -2,7 +2,7 @@
 
 ``hbase://H1:P1,H2:P2,...?...`` names every Thrift server of one HBase (a production cluster runs
 one per region server host; they are stateless clients of the same HBase, so any of them serves
-any call).  Both hbase backends (Thrift1, :mod:`.hbase`; Thrift2, :mod:`.hbase_thrift2_conn`)
+any call).  Both hbase backends (Thrift1, :mod:`.thrift1`; Thrift2, :mod:`.thrift2_conn`)
 hold their connections in a :class:`ServerPool`, and run each call with :meth:`ServerPool.run`:
 
 * **Spread.**  The pool holds up to ``pool_size`` connections over all the servers.  Each call
@@ -45,8 +45,8 @@ import time
 from thriftpy2.thrift import TException
 from thriftpy2.transport import TTransportException
 
-from ..config import DEFAULT_HBASE_PORT as DEFAULT_PORT, parse_servers  # noqa: F401 - re-exported
-from ..errors import BackendUnavailable, ConfigError
+from ...config import DEFAULT_HBASE_PORT as DEFAULT_PORT, parse_servers  # noqa: F401 - re-exported
+from ...errors import BackendUnavailable, ConfigError
 
 #: Seconds a server that failed is left out before a call tries it again (doubled per failure).
 RETRY_DOWN_S = 1.0

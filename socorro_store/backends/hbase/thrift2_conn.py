@@ -1,9 +1,9 @@
 """Connections to HBase's Thrift2 servers: a pool, retries, and the typed errors.
 
-A :class:`Thrift2Pool` is a :class:`~.hbase_servers.ServerPool` of thriftpy2 clients of
+A :class:`Thrift2Pool` is a :class:`~.servers.ServerPool` of thriftpy2 clients of
 ``THBaseService`` over the URL's servers (``hbase://H1:P1,H2:P2?api=thrift2``), opened on first
 use.  :meth:`Thrift2Pool.call` runs one RPC on a pooled client with the rules of
-:mod:`.hbase_servers` (the same as Thrift1's): a failure to connect is always retried, on another
+:mod:`.servers` (the same as Thrift1's): a failure to connect is always retried, on another
 server when there is one; a transport failure after the request was sent is retried (failed
 over) only for idempotent calls; an increment, append, check-and-put or create is never
 replayed (:class:`BackendUnavailable`, outcome unknown); a server that fails is left out and
@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover - thriftpy2 built without its extensions
     from thriftpy2.transport import TBufferedTransportFactory as _Buffered
     from thriftpy2.transport import TFramedTransportFactory as _Framed
 
-from ..errors import (
+from ...errors import (
     BackendError,
     FamilyNotFound,
     InvalidArgument,
@@ -39,8 +39,8 @@ from ..errors import (
     TableExists,
     TableNotFound,
 )
-from .hbase_servers import REOPEN_IDLE_S, ServerList, ServerPool, server_list
-from .hbase_thrift2_idl import hbase2
+from .servers import REOPEN_IDLE_S, ServerList, ServerPool, server_list
+from .thrift2_idl import hbase2
 
 __all__ = ["REOPEN_IDLE_S", "Thrift2Pool", "translate_error"]
 

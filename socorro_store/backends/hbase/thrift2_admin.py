@@ -19,11 +19,11 @@ earlier attempt sent the delete reports it dropped (as the Thrift1 backend does)
 
 import logging
 
-from ..errors import InvalidArgument, TableNotFound
-from ..schema.specs import FOREVER, SALTS, FamilySpec
-from .base import check_table_spec_names
-from .hbase_thrift2_conn import translate_error
-from .hbase_thrift2_idl import hbase2
+from ...errors import InvalidArgument, TableNotFound
+from ...schema.specs import FOREVER, SALTS, FamilySpec
+from ..base import check_table_spec_names
+from .thrift2_conn import translate_error
+from .thrift2_idl import hbase2
 
 log = logging.getLogger("socorro_store")
 
@@ -60,7 +60,7 @@ def family_spec(descriptor):
 
 
 class Thrift2Admin:
-    """Table admin methods of :class:`~.hbase_thrift2.HBaseThrift2Backend` (a mixin: it uses the
+    """Table admin methods of :class:`~.thrift2.HBaseThrift2Backend` (a mixin: it uses the
     backend's ``_pool``, ``_name``, ``_families`` and ``table_prefix``)."""
 
     # Thrift2 carries every spec attribute and split keys
@@ -149,7 +149,7 @@ class Thrift2Admin:
     def probe_servers(self):
         """Ask each Thrift2 server once, on a fresh connection, within ``timeout_ms``:
         ``[{"server", "ok", "ms", "answer": number of tables | "error"}]`` (see
-        :meth:`~.hbase_servers.ServerPool.probe`)."""
+        :meth:`~.servers.ServerPool.probe`)."""
         return self._pool.probe(lambda c: len(c.getTableNamesByNamespace(NAMESPACE)))
 
     def split_points(self, table):

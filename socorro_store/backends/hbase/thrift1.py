@@ -3,12 +3,12 @@
 ``hbase://HOST:PORT[,HOST:PORT…]?transport=buffered|framed&protocol=binary|compact&table_prefix=P
 &pool_size=N&timeout_ms=T&retries=N&max_frame_mb=M``
 
-A :class:`~.hbase_servers.ServerPool` of happybase connections holds up to ``pool_size``
+A :class:`~.servers.ServerPool` of happybase connections holds up to ``pool_size``
 connections over every Thrift server the URL names, and every call goes through the Thrift client
 underneath a connection (happybase's own wrappers add round trips or lack calls: batched
 ``incrementRows``, ``checkAndPut``, ``mutateRows`` with family deletes).
 
-Retries and failover (:mod:`.hbase_servers`): a failure to *connect* is always retried (nothing was
+Retries and failover (:mod:`.servers`): a failure to *connect* is always retried (nothing was
 sent), on another server when there is one.  A transport failure after a request was sent is
 retried, on another server or a fresh connection with exponential backoff, only for idempotent
 calls (reads, puts, deletes, admin reads).  Increments and check-and-put are never replayed: the
@@ -25,7 +25,6 @@ that cannot fit even alone (one row's mutation, an append, a check-and-put) rais
 Over buffered transport, which has no limit, batches are split at 64 MiB only to bound memory.
 """
 
-import logging
 import math
 import threading
 import time
@@ -35,21 +34,20 @@ import happybase
 import Hbase_thrift as thrift  # noqa: E402  (module registered by importing happybase)
 from thriftpy2.thrift import TApplicationException
 
-from ..config import DEFAULT_MAX_FRAME_MB
-from ..errors import (
+from ...config import DEFAULT_MAX_FRAME_MB
+from ...errors import (
     BackendError,
     BackendUnavailable,
     FamilyNotFound,
     InvalidArgument,
     RequestTooLarge,
-    TableNotFound,
 )
-from . import hbase_servers
-from ..schema.specs import FOREVER, FamilySpec
-from . import base
+from .. import base
 from . import thrift_sizes as sizes
-from .base import Backend, split_column
-from .hbase_thrift1_wire import _row_dict, _spread_by_row, _text, _thrift_scan, translate_error  # noqa: F401 - translate_error: the module's public name
+from ..base import Backend, split_column
+from .servers import REOPEN_IDLE_S, ServerList, ServerPool, server_list
+from .thrift1_admin import Thrift1Admin
+from .thrift1_wire import _row_dict, _spread_by_row, _thrift_scan, translate_error
 
 #: errors with which the server answered: the connection stays usable
 _ANSWERED = (thrift.IOError, thrift.IllegalArgument, thrift.AlreadyExists, TApplicationException)
@@ -62,14 +60,9 @@ BUFFERED_BATCH_BYTES = 64 * 1024 * 1024
 INCREMENT_CALL_S = 0.025
 #: The fewest increments a call carries when a batch is spread over several.
 INCREMENTS_PER_CALL = 8
-#: Seconds a pooled connection may sit idle before it is reopened (below the servers' 60 s).
-REOPEN_IDLE_S = hbase_servers.REOPEN_IDLE_S
-log = logging.getLogger("socorro_store")
-_COMPRESSION_NAMES = {"NONE": "NONE", "GZ": "GZ", "LZO": "LZO", "SNAPPY": "SNAPPY", "LZ4": "LZ4",
-                      "ZSTD": "ZSTD", "BZIP2": "BZIP2"}
 
 
-class HBaseBackend(Backend):
+class HBaseBackend(Thrift1Admin, Backend):
     """The contract over Thrift1.  Thread-safe: every call borrows a pooled connection."""
 
     # Thrift1's ColumnDescriptor (Hbase.thrift) has no block size field: createTable cannot set
@@ -86,7 +79,7 @@ class HBaseBackend(Backend):
                  table_prefix=None, pool_size=4, timeout_ms=30000, retries=3, backoff_s=0.05,
                  max_frame_mb=None, servers=None):
         """``servers``: every Thrift server of the HBase (``[(host, port)]`` or ``"h1:p1,h2:p2"``),
-        spread over and failed over (:mod:`.hbase_servers`); default ``[(host, port)]``."""
+        spread over and failed over (:mod:`.servers`); default ``[(host, port)]``."""
         super().__init__()
         if transport == "framed":
             max_frame_mb = DEFAULT_MAX_FRAME_MB if max_frame_mb is None else max_frame_mb
@@ -96,14 +89,14 @@ class HBaseBackend(Backend):
             self.max_request_bytes = int(max_frame_mb * 1024 * 1024)
         elif max_frame_mb is not None:
             raise InvalidArgument("max_frame_mb applies only to transport='framed'")
-        servers = hbase_servers.server_list(servers, host, port)
+        servers = server_list(servers, host, port)
         self.host, self.port = servers[0]
         self.table_prefix = table_prefix
         self.retries, self.backoff_s = retries, backoff_s
         self._conn_kwargs = dict(transport=transport, protocol=protocol, timeout=timeout_ms,
                                  table_prefix=table_prefix)
         self._pool_size = pool_size
-        self._servers = hbase_servers.ServerList(servers)
+        self._servers = ServerList(servers)
         self._pool = None
         self._executor = None
         self._stage_executor = None  # runs overlap()'s calls, which may use _executor themselves
@@ -122,7 +115,7 @@ class HBaseBackend(Backend):
 
     @property
     def servers(self):
-        """The :class:`~.hbase_servers.ServerList` of this backend's Thrift servers."""
+        """The :class:`~.servers.ServerList` of this backend's Thrift servers."""
         return self._servers
 
     def close(self):
@@ -152,7 +145,7 @@ class HBaseBackend(Backend):
     def _get_pool(self):
         with self._pool_lock:
             if self._pool is None:
-                self._pool = hbase_servers.ServerPool(
+                self._pool = ServerPool(
                     self._servers, self._open, size=self._pool_size, timeout_ms=self._conn_kwargs["timeout"],
                     retries=self.retries, backoff_s=self.backoff_s, count_call=self.count_call,
                     label="HBase Thrift server",
@@ -180,21 +173,6 @@ class HBaseBackend(Backend):
         return self._get_pool().run(kind, timed, idempotent=idempotent, answered=_ANSWERED,
                                     translate=lambda exc: translate_error(exc, table), server=server, used=used)
 
-    def probe_servers(self):
-        """Ask each Thrift server once, on a fresh connection, within ``timeout_ms``:
-        ``[{"server", "ok", "ms", "answer": number of tables | "error"}]``."""
-        return self._get_pool().probe(lambda c: len(c.getTableNames()))
-
-    def table_regions(self, table):
-        """``[{"start", "end", "server", "id"}]`` of the table's regions, by start key: keys as
-        bytes (``b""`` at the table's ends), ``server`` as ``host:port`` of the region server
-        holding it (Thrift1 ``getTableRegions``)."""
-        name = self._name(table)
-        regions = self._call("table_regions", lambda c: c.getTableRegions(name), table)
-        return sorted(({"start": r.startKey or b"", "end": r.endKey or b"",
-                        "server": f"{_text(r.serverName)}:{r.port}", "id": r.id} for r in regions),
-                      key=lambda r: r["start"])
-
     def _family_names(self, table, refresh=False):
         names = self._families.get(table)
         if names is None or refresh:
@@ -211,64 +189,6 @@ class HBaseBackend(Backend):
             missing = wanted - self._family_names(table, refresh=True)
             if missing:
                 raise FamilyNotFound(f"Column family {sorted(missing)[0]} does not exist in table {table}")
-
-    # -- admin -------------------------------------------------------------------------------
-    def create_table(self, spec):
-        descriptors = [thrift.ColumnDescriptor(
-            name=fam.name.encode() + b":", maxVersions=fam.versions,
-            compression=_COMPRESSION_NAMES[fam.compression], inMemory=fam.in_memory,
-            bloomFilterType="NONE", blockCacheEnabled=fam.blockcache, timeToLive=fam.ttl)
-            for fam in spec.families]
-        name = self._name(spec.name)
-        # Not retried: a lost reply to a create that worked would turn into AlreadyExists.
-        self._call("create_table", lambda c: c.createTable(name, descriptors), spec.name, idempotent=False)
-        self._families[spec.name] = set(spec.family_names)
-
-    def drop_table(self, table):
-        """Disable (if enabled) and delete ``table``; :class:`TableNotFound` if it does not exist.
-
-        Retried like an idempotent call.  A retry that finds the table gone after an earlier
-        attempt sent its delete reports it dropped (that attempt's reply was lost) and logs a
-        warning that it was already gone on the retry.
-        """
-        name = self._name(table)
-        delete_sent = []
-
-        def drop(client):
-            retried_after_delete = bool(delete_sent)
-            try:
-                if client.isTableEnabled(name):
-                    client.disableTable(name)
-                delete_sent.append(True)
-                client.deleteTable(name)
-            except thrift.IOError as exc:
-                if retried_after_delete and isinstance(translate_error(exc, table), TableNotFound):
-                    return False
-                raise
-            return True
-
-        self._families.pop(table, None)
-        if not self._call("drop_table", drop, table):
-            log.warning("drop_table %r: dropped; the table was already gone on the retry (the reply "
-                        "to the delete was lost)", table)
-
-    def list_tables(self):
-        names = self._call("list_tables", lambda c: c.getTableNames())
-        prefix = (self.table_prefix.encode() + b"_") if self.table_prefix else b""
-        return sorted(n[len(prefix):].decode("utf-8", "replace") for n in names if n.startswith(prefix))
-
-    def describe_table(self, table):
-        name = self._name(table)
-        descriptors = self._call("describe_table", lambda c: c.getColumnDescriptors(name), table)
-        families = {}
-        for raw_name, d in descriptors.items():
-            fam = raw_name.rstrip(b":").decode("utf-8", "replace")
-            ttl = d.timeToLive if d.timeToLive and d.timeToLive > 0 else FOREVER
-            # blocksize None: Thrift1 does not carry it (see unreachable_attributes)
-            families[fam] = FamilySpec(name=fam, compression=_text(d.compression).upper(),
-                                       versions=d.maxVersions, ttl=ttl, blocksize=None,
-                                       in_memory=bool(d.inMemory), blockcache=bool(d.blockCacheEnabled))
-        return families
 
     # -- data --------------------------------------------------------------------------------
     def mutate_rows(self, table, mutations, timestamp=None):
@@ -600,7 +520,3 @@ class HBaseBackend(Backend):
                                         values=list(values.values()))
                 self._check_request_size("append", table, sizes.append_bytes(append), row)
         return self._overlap(lambda item: self.append(table, *item), items)
-
-    def compact(self, table):
-        name = self._name(table)
-        self._call("compact", lambda c: c.majorCompact(name), table)

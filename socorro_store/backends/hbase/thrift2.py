@@ -1,8 +1,8 @@
 """The hbase backend over HBase's Thrift2 server (``hbase://HOST:PORT?api=thrift2``), via thriftpy2.
 
 HBase ships two Thrift servers in its ``hbase-thrift`` jar; this backend speaks to the second one
-(``org.apache.hadoop.hbase.thrift2.ThriftServer``), with the IDL in ``hbase_thrift2.thrift``.
-The other URL options mean what they mean for Thrift1 (:mod:`.hbase`): ``table_prefix``,
+(``org.apache.hadoop.hbase.thrift2.ThriftServer``), with the IDL in ``thrift2.thrift``.
+The other URL options mean what they mean for Thrift1 (:mod:`.thrift1`): ``table_prefix``,
 ``pool_size``, ``timeout_ms``, ``retries``, ``transport``/``protocol`` (HBase's Thrift2 default
 server is buffered + binary; its ``-f -c`` / ``-hsha`` servers framed + compact) and
 ``max_frame_mb`` (framed only).  Where Thrift2 pays:
@@ -13,7 +13,7 @@ server is buffered + binary; its ``-f -c`` / ``-hsha`` servers framed + compact)
   and ``b""`` both match a missing or an empty cell, as HBase compares them.
 * Scans are one ``getScannerResults`` per page (open, fetch and close in one call); the next
   page starts at the last row returned, which is skipped.
-* Tables are created pre-split and with every attribute (:mod:`.hbase_thrift2_admin`).
+* Tables are created pre-split and with every attribute (:mod:`.thrift2_admin`).
 * ``increment`` takes several columns of one row in one call; ``increment_many`` sends one call
   per row, overlapped.
 
@@ -27,8 +27,8 @@ column delete removes the column's versions at or before it (the timestamp goes 
 likewise, a row delete every family.  Each row's puts go before its deletes (``putMultiple``,
 then ``deleteMultiple``).  A read's ``timestamp=T`` is the time range ``[0, T)``.
 
-Retries, idle connections and errors: :mod:`.hbase_thrift2_conn`.  Request sizes over framed
-transport: as :mod:`.hbase` (a batch is split to fit the frame limit; one row that cannot fit
+Retries, idle connections and errors: :mod:`.thrift2_conn`.  Request sizes over framed
+transport: as :mod:`.thrift1` (a batch is split to fit the frame limit; one row that cannot fit
 raises :class:`RequestTooLarge` before anything is sent).
 """
 
@@ -36,15 +36,15 @@ import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from ..config import DEFAULT_MAX_FRAME_MB
-from ..errors import BackendError, FamilyNotFound, InvalidArgument, RequestTooLarge
-from . import base
+from ...config import DEFAULT_MAX_FRAME_MB
+from ...errors import BackendError, FamilyNotFound, InvalidArgument, RequestTooLarge
+from .. import base
 from . import thrift_sizes as sizes
-from .base import Backend, split_column
-from .hbase_thrift2_admin import Thrift2Admin
-from .hbase_servers import server_list
-from .hbase_thrift2_conn import Thrift2Pool
-from .hbase_thrift2_idl import hbase2
+from ..base import Backend, split_column
+from .thrift2_admin import Thrift2Admin
+from .servers import server_list
+from .thrift2_conn import Thrift2Pool
+from .thrift2_idl import hbase2
 
 #: the HBase setting that bounds a framed request
 FRAME_SETTING = "hbase.regionserver.thrift.framed.max_frame_size_in_mb"
@@ -104,7 +104,7 @@ class HBaseThrift2Backend(Thrift2Admin, Backend):
                  table_prefix=None, pool_size=4, timeout_ms=30000, retries=3, backoff_s=0.05,
                  max_frame_mb=None, servers=None):
         """``servers``: every Thrift2 server of the HBase (``[(host, port)]`` or ``"h1:p1,h2:p2"``),
-        spread over and failed over (:mod:`.hbase_servers`); default ``[(host, port)]``."""
+        spread over and failed over (:mod:`.servers`); default ``[(host, port)]``."""
         super().__init__()
         if transport not in ("buffered", "framed") or protocol not in ("binary", "compact"):
             raise InvalidArgument(f"transport must be buffered|framed and protocol binary|compact, "
@@ -143,7 +143,7 @@ class HBaseThrift2Backend(Thrift2Admin, Backend):
 
     @property
     def servers(self):
-        """The :class:`~.hbase_servers.ServerList` of this backend's Thrift2 servers."""
+        """The :class:`~.servers.ServerList` of this backend's Thrift2 servers."""
         return self._pool.servers
 
     @property

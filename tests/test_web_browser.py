@@ -447,3 +447,26 @@ def test_signature_pages_walked_by_their_cursors(demo_page, demo_site):
     response = page.goto(base + "/signature/?signature=x&before=not-a-cursor")
     assert response.status == 400 and "not a page cursor" in page.locator("#error-message").inner_text()
     assert [p for p in page.problems if "status of 400" not in p] == []
+
+
+def test_unfiltered_top_crashers_fit_a_1400_px_window(demo_page, demo_site):
+    """Issue 39: at 1,400 px the process columns and First appearance were cut off behind a
+    horizontal scrollbar; the internal markers (``##null##``, ``##other##``) were shown as they
+    are stored, in the ranking and in the process-type menu."""
+    base, _store = demo_site
+    page = demo_page
+    page.set_viewport_size({"width": 1400, "height": 900})
+    assert page.goto(base + "/topcrashers/").status == 200
+    assert page.locator("th.os").count() >= 3 and page.locator("th.pt").count() >= 3
+    width = page.evaluate("document.documentElement.clientWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    headers = page.locator("table.top thead th")
+    assert "First appearance" in headers.last.inner_text()
+    for header in headers.all():
+        box = header.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width, header.inner_text()
+    assert "(no signature)" in page.locator("a.signature-link").all_inner_texts()
+    options = page.locator("select[name=process_type] option")
+    assert "(other)" in options.all_inner_texts() and "##" not in page.locator("main").inner_text()
+    assert "##" not in " ".join(options.all_inner_texts())
+    assert page.problems == []

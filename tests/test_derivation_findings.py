@@ -149,3 +149,89 @@ def test_a_deletion_after_a_rollup_takes_back_what_the_crashes_counted(backend_u
         report = rollup.run_rollup(store.backend, until=NEXT_DAY, grace_s=0, since=day_text)
         assert report["drift"] == {}, report.get("drift_examples")
         assert _top(store, day) == ([("B", 4), ("A", 2)], 6)
+
+
+class KilledAfterColumnDeletes:
+    """The backend of an ``expire`` run killed right after it deleted signature columns."""
+
+    def __init__(self, backend):
+        self._backend = backend
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def mutate_rows(self, table, mutations):
+        self._backend.mutate_rows(table, mutations)
+        if table == K.SIGNATURES:
+            raise KeyboardInterrupt("killed")
+
+
+def _expired_leftovers(backend, before):
+    """Ranking, head, top and slack rows, and first-seen marker rows, of days before ``before``."""
+    from socorro_store.schema import ranking_keys as RK  # noqa: PLC0415
+
+    left = []
+    for row, _cells in backend.scan(K.SIGNATURES_SEEN, columns=[b"seen"], page_size=50):
+        for parse in (RK.parse_rank_row, lambda r: RK.parse_top_row(r)[:2], RK.parse_slack_row):
+            try:
+                day = parse(row)[0]
+            except Exception:  # noqa: BLE001 - another kind of row
+                continue
+            if day < before:
+                left.append(row)
+            break
+        else:
+            try:
+                level, start = K.parse_metrics_row(row)
+            except Exception:  # noqa: BLE001 - a registry row, the expiry record
+                continue
+            if start.date() < before and level in ("hour", "day"):
+                left.append(row)
+    return left
+
+
+def test_an_interrupted_expire_leaves_nothing_of_the_days_it_expired(backend_url):
+    """Killed after deleting the expired days' signature columns, then run to the end: the days'
+    rankings, head and top rows and first-seen markers go too (they stayed forever: the days to
+    clean were taken from what the completing run deleted itself)."""
+    from datetime import date  # noqa: PLC0415
+
+    from jobs_helpers import UNTIL, ingest, make_crashes  # noqa: PLC0415
+
+    from socorro_store.jobs import expiry  # noqa: PLC0415
+
+    with open_store(backend_url, background_counters=False) as store:
+        store.create_tables()
+        ingest(store, make_crashes())
+        backend = store.backend
+        rollup.run_rollup(backend, until=UNTIL)
+        assert _expired_leftovers(backend, date(2017, 1, 1))
+        try:
+            expiry.expire(KilledAfterColumnDeletes(backend), now="2017-06-15T00:00:00Z")
+        except KeyboardInterrupt:
+            pass
+        expiry.expire(backend, now="2017-06-15T00:00:00Z")
+        assert _expired_leftovers(backend, date(2017, 1, 1)) == []
+        assert backend.get_row(K.SIGNATURES_SEEN, K.EXPIRING_ROW) == {}  # nothing left to clean
+
+
+def test_minute_rows_whose_hour_row_went_first_still_expire(backend_url):
+    """An hour row deleted before its minutes (a run killed between them): the minutes go by
+    their day's mark (every later run kept them, reporting them as ``kept_unmarked``)."""
+    from jobs_helpers import UNTIL, ingest, make_crashes  # noqa: PLC0415
+
+    from socorro_store.backends import RowMutation  # noqa: PLC0415
+    from socorro_store.jobs import expiry  # noqa: PLC0415
+
+    with open_store(backend_url, background_counters=False) as store:
+        store.create_tables()
+        ingest(store, make_crashes())
+        backend = store.backend
+        rollup.run_rollup(backend, until=UNTIL)
+        hours = [row for row, _cells in backend.scan(K.METRICS, start=b"2016-12-31T", stop=b"2016-12-31T\xff")
+                 if K.parse_metrics_row(row)[0] == "hour"]
+        backend.mutate_rows(K.METRICS, [RowMutation(row, delete_row=True) for row in hours])
+        report = expiry.expire(backend, now="2017-01-20T00:00:00Z")
+        assert report["kept_unmarked"] == 0
+        minutes = [row for row, _cells in backend.scan(K.METRICS, start=b"2016-12-31T", stop=b"2016-12-31T\xff")]
+        assert minutes == []

@@ -24,7 +24,11 @@ crash rows instead of summing columns that are gone.  Dimensioned signature colu
 (``daily_…|p=Firefox``) expire with their plain column; the cardinality registry rows
 (``~dimensions/…`` in ``crash_report_signatures_seen``) are kept; a day's rankings (``~rank/<day>…``)
 go with its daily signature columns.  The first-seen markers of an interval
-(``crash_report_signatures_seen``) go with its signature columns.
+(``crash_report_signatures_seen``) go with its signature columns.  The intervals whose columns
+go are recorded before the columns go (:data:`~socorro_store.schema.keys.EXPIRING_ROW`), and
+their markers and rankings are deleted from that record: a run killed between the two leaves
+them to the next run.  A minute row goes when its hour row or its day row is marked (an hour
+row can go before its minutes when a run is killed).
 """
 
 from dataclasses import asdict, dataclass
@@ -89,12 +93,47 @@ class _Marks:
 _BATCH = 1000
 
 
-def _flag_then_delete(backend, expired_flags, deletes):
-    """Flag first: a roll-up must never sum signature columns that are about to go."""
+def _flag_then_delete(backend, expired_flags, deletes, intervals=()):
+    """Flag first: a roll-up must never sum signature columns that are about to go, and a run
+    killed after the deletes must leave the intervals to clean (:data:`K.EXPIRING_ROW`)."""
+    if intervals:
+        backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(K.EXPIRING_ROW, {
+            K.expiring_column(row): b"1" for row in intervals})])
     if expired_flags:
         backend.mutate_rows(K.METRICS, [RowMutation(r, {c: b"1"}) for r, c in expired_flags.items()])
     if deletes:
         backend.mutate_rows(K.SIGNATURES, deletes)
+
+
+def _clean_expired_intervals(backend, report):
+    """Delete the first-seen markers of every interval recorded as expiring (by this run or a
+    killed one), and a day's ranking rows with their head, top and slack rows; then forget the
+    interval."""
+    recorded = backend.get_row(K.SIGNATURES_SEEN, K.EXPIRING_ROW)
+    intervals = []
+    for column in recorded:
+        try:
+            intervals.append(K.parse_expiring_column(column))
+        except InvalidArgument:
+            continue
+    intervals.sort()
+    for i in range(0, len(intervals), _BATCH):
+        chunk = intervals[i:i + _BATCH]
+        backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(r, delete_row=True) for r in chunk])
+        for interval in chunk:
+            level, start = K.parse_metrics_row(interval)
+            if level == "day":  # the day's ranking is the sum of its daily signature columns
+                day = start.date()
+                rows = [row for first in (RK.rank_row(day), RK.top_row(day), RK.top_row(day, head=True),
+                                          RK.slack_row(day))
+                        for row, _cells in backend.scan(K.SIGNATURES_SEEN, start=first,
+                                                        stop=first + DK.SEPARATOR + b"\xff", page_size=4)]
+                if rows:
+                    backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(r, delete_row=True) for r in rows])
+                report["ranking_rows"] += len(rows)
+        backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(K.EXPIRING_ROW, deletes=[
+            K.expiring_column(r) for r in chunk])])
+    report["first_seen_rows"] = len(intervals)
 
 
 def expire(backend, retention=None, now=None, heartbeat=None):
@@ -120,12 +159,14 @@ def expire(backend, retention=None, now=None, heartbeat=None):
         except InvalidArgument:
             continue
         if level == "minute" and start < minute_limit:
-            coarse, counter = K.metrics_row(start, "hour"), "metrics_minute_rows"
+            # its hour row holds it; a marked day holds its hours, and its hour row may be gone
+            # before the minute (expired, or deleted by a run killed before the minute)
+            coarse, counter = (K.metrics_row(start, "hour"), K.metrics_row(start, "day")), "metrics_minute_rows"
         elif level == "hour" and start < hour_limit:
-            coarse, counter = K.metrics_row(start, "day"), "metrics_hour_rows"
+            coarse, counter = (K.metrics_row(start, "day"),), "metrics_hour_rows"
         else:
             continue
-        if marks(coarse):
+        if any(marks(row) for row in coarse):
             deletes.append(RowMutation(row, delete_row=True))
             report[counter] += 1
         else:
@@ -142,7 +183,7 @@ def expire(backend, retention=None, now=None, heartbeat=None):
               "day": (day_now - timedelta(days=retention.signature_days), "month"),
               "month": (_months_back(day_now, retention.signature_months), "year"),
               "year": (day_now.replace(year=day_now.year - retention.signature_years, month=1, day=1), "year")}
-    deletes, expired_flags, intervals = [], {}, set()
+    deletes, expired_flags, intervals, recorded = [], {}, set(), set()
     for row, cells in backend.scan(K.SIGNATURES, columns=[K.FAMILY_COUNTERS], page_size=1000):
         columns = []
         for column in cells:
@@ -165,27 +206,15 @@ def expire(backend, retention=None, now=None, heartbeat=None):
             deletes.append(RowMutation(row, deletes=columns))
             report["signature_columns"] += len(columns)
         if len(deletes) >= _BATCH:
-            _flag_then_delete(backend, expired_flags, deletes)
+            _flag_then_delete(backend, expired_flags, deletes, intervals - recorded)
+            recorded |= intervals
             deletes = []
         if heartbeat:
             heartbeat()
-    _flag_then_delete(backend, expired_flags, deletes)
-    # the first-seen markers of the intervals whose signature columns went
-    intervals = sorted(intervals)
-    for i in range(0, len(intervals), 1000):
-        backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(r, delete_row=True) for r in intervals[i:i + 1000]])
-    report["first_seen_rows"] = len(intervals)
-    # the rankings of the days whose signature columns went (the day's ranking is their sum)
-    for interval in intervals:
-        level, start = K.parse_metrics_row(interval)
-        if level == "day":  # its ranking rows (every key's), their head, top and slack rows
-            day = start.date()
-            rows = [row for first in (RK.rank_row(day), RK.top_row(day), RK.top_row(day, head=True), RK.slack_row(day))
-                    for row, _cells in backend.scan(K.SIGNATURES_SEEN, start=first, stop=first + DK.SEPARATOR + b"\xff",
-                                                    page_size=4)]
-            if rows:
-                backend.mutate_rows(K.SIGNATURES_SEEN, [RowMutation(r, delete_row=True) for r in rows])
-            report["ranking_rows"] += len(rows)
+    _flag_then_delete(backend, expired_flags, deletes, intervals - recorded)
+    # the first-seen markers and rankings of the intervals whose signature columns went, by this
+    # run or by one killed before it cleaned them
+    _clean_expired_intervals(backend, report)
     claim_limit = now.replace(second=0, microsecond=0) - timedelta(days=retention.claim_days)
     report["claim_histories"] = expire_claim_histories(backend, claim_limit, heartbeat)
     return report

@@ -522,6 +522,27 @@ def first_seen_cells(signature, moment):
     return {level: (rows[level], column) for level in SIGNATURE_LEVELS}
 
 
+#: the intervals whose signature detail an ``expire`` run is deleting (``seen:<interval row>``),
+#: recorded before the detail goes: a run killed half-way leaves them for the next run to clean
+#: (their first-seen markers and a day's rankings), whatever that run deletes itself
+EXPIRING_ROW = b"~expire/pending"
+
+
+def expiring_column(interval_row):
+    """The column of :data:`EXPIRING_ROW` naming one interval's metrics row."""
+    parse_metrics_row(interval_row)
+    return FAMILY_SEEN + b":" + interval_row
+
+
+def parse_expiring_column(column):
+    """Inverse of :func:`expiring_column`: the interval's metrics row."""
+    family, sep, row = column.partition(b":")
+    if family != FAMILY_SEEN or not sep:
+        raise InvalidArgument(f"not an expiring-interval column: {column!r}")
+    parse_metrics_row(row)
+    return row
+
+
 def parse_first_seen_cell(row, column):
     """Inverse of :func:`first_seen_cells`: ``(level, interval start, signature name)``."""
     family, sep, qualifier = column.partition(b":")

@@ -8,8 +8,8 @@ Formats (socorro ``external/hb/crashstorage.py`` and ``external/happybase/crashs
 the signature index is ``signature + crash_id``; ``hang_id_submitted_time`` rows are
 ``hang_id[0] + ts[:-6] + hang_id`` holding ``ids:ooid:<ProcessType>`` (both Socorro versions'
 ``crash_id_to_timestamped_row_id(hang_id, ts)``); the queue counters live in the metrics row
-``crash_report_queue``; the happybase storage wrote only the crash row, with ``flags:processed``
-empty.
+``crash_report_queue``; the happybase storage wrote only the crash row (``flags:processed`` N,
+then empty when it saved the processed crash).
 
 The 2016 processing cycle (:func:`socorro_2016_new_crashes`, :func:`socorro_2016_save_processed`)
 does what ``hb/crashstorage.py`` did: ``new_crashes`` merges 16 salted prefix scans of the legacy
@@ -100,11 +100,10 @@ def socorro_submit(w, crash_id, submitted, legacy_zero=False, hang=None, process
     row = (crash_id[0] + crash_id[-6:] + crash_id).encode()
     cells = {b"ids:ooid": crash_id.encode(), b"meta_data:json": json.dumps(raw).encode(),
              b"raw_data:dump": b"MDMP-socorro", b"timestamps:submitted": ts.encode()}
-    if happybase_storage:  # the happybase crash storage: the crash row only
-        cells[b"flags:processed"] = b""
+    cells[b"flags:processed"] = b"N"
+    if happybase_storage:  # the happybase crash storage: the crash row only (its save_processed writes "")
         w.put("crash_reports", row, cells)
         return raw
-    cells[b"flags:processed"] = b"N"
     if legacy_zero:
         cells[b"flags:legacy_processing"] = b"Y"
     if hang:

@@ -315,7 +315,9 @@ def processed_crash(raw, crash_id, signature, processor="demo-processor", now=No
     versions, arches, main, _system, _tail = _OS_DETAILS[os_name]
     pretty, os_ver = versions[_stable(crash_id, "os") % len(versions)]
     arch = raw.get("CPUArchitecture") if raw.get("CPUArchitecture") in arches else arches[0]
-    reasons = _REASONS[os_name]
+    # an Intel-only exception code on an ARM Mac would contradict cpu_arch
+    reasons = [r.replace("EXC_I386_INVOP", "EXC_ARM_UNDEFINED") if arch.startswith("arm") else r
+               for r in _REASONS[os_name]]
     reason = reasons[_stable(signature, os_name) % len(reasons)] if rng.random() < 0.9 else rng.choice(reasons)
     top = 0x7fffffff if arch in _ADDRESS_BASE_32 else 0x7fffffffffff
     address = "0x0" if rng.random() < 0.3 else f"0x{rng.randrange(0x1000, top):x}"

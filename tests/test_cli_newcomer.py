@@ -208,6 +208,7 @@ def test_each_demo_crash_agrees_with_itself():
         arch = doc["cpu_arch"]
         seen.add(arch)
         assert raw["CPUArchitecture"] == arch == doc["json_dump"]["system_info"]["cpu_arch"]
+        assert ("I386" in doc["reason"]) <= (arch in ("x86", "amd64")), (arch, doc["reason"])
         bits = 32 if arch in ("x86", "arm") else 64
         addresses = [doc["address"]] + [f["offset"] for f in doc["json_dump"]["crashing_thread"]["frames"]]
         addresses += [m[k] for m in doc["json_dump"]["modules"] for k in ("base_addr", "end_addr")]

@@ -4,6 +4,7 @@ import io
 import itertools
 import json
 import os
+import re
 import sys
 
 import click
@@ -11,6 +12,29 @@ import click
 from ..backends import open_backend
 from ..crashstore.store import CrashStore
 from ..schema.labels import label
+
+
+# ASCII only: int() and float() also take "8_000", "+80", " 80" and other scripts' digits
+_INTEGER = re.compile(r"-?[0-9]+")
+_DECIMAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+
+
+class AsciiInt(click.IntRange):
+    """``click.IntRange`` of ASCII digits only (an optional ``-``)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not _INTEGER.fullmatch(value):
+            self.fail(f"{value!r} is not a whole number in ASCII digits", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class AsciiFloat(click.FloatRange):
+    """``click.FloatRange`` of ASCII digits and a point only (an optional ``-``)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not _DECIMAL.fullmatch(value):
+            self.fail(f"{value!r} is not a number in ASCII digits", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 class SummaryGroup(click.Group):

@@ -11,7 +11,7 @@ from ..errors import InvalidArgument, InvalidCrashID, NotFound
 from ..schema.crash_ids import parse_crash_id
 from ..schema.labels import label
 from ..schema.timeparse import FIRST_DAY, parse_day, parse_timestamp
-from .common import SummaryGroup, echo_json, emit_list, list_format_options, open_existing_store
+from .common import AsciiInt, SummaryGroup, echo_json, emit_list, list_format_options, open_existing_store
 
 
 def last_days(days, now=None):
@@ -207,7 +207,7 @@ def crashes_group():
 @crashes_group.command("list")
 @functools.partial(range_options, default="today")
 @click.option("--signature", default=None, help="Only crashes of this signature.")
-@click.option("--limit", type=click.IntRange(0), default=None, help="At most N crashes.")
+@click.option("--limit", type=AsciiInt(0), default=None, help="At most N crashes.")
 @list_format_options
 @click.pass_context
 def list_command(ctx, day, start, end, signature, limit, fmt):

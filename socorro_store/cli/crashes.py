@@ -7,18 +7,18 @@ import click
 from ..demo import run_demo
 from ..schema.labels import label
 from ..schema.timeparse import parse_day
-from .common import echo_json, local_url_option, url_of
+from .common import AsciiInt, echo_json, local_url_option, url_of
 from .reports import bars_with_data
 
 
 @click.command()
-@click.option("--crashes", "count", type=click.IntRange(1), default=2000, show_default=True,
+@click.option("--crashes", "count", type=AsciiInt(1), default=2000, show_default=True,
               help="Number of synthetic crashes to submit and process.")
-@click.option("--processors", type=click.IntRange(1, 64), default=4, show_default=True,
+@click.option("--processors", type=AsciiInt(1, 64), default=4, show_default=True,
               help="Processor threads draining the queue.")
-@click.option("--dump-kb", type=click.IntRange(0), default=150, show_default=True,
+@click.option("--dump-kb", type=AsciiInt(0), default=150, show_default=True,
               help="Average minidump size in KB (0: metadata-only crashes).")
-@click.option("--seed", type=int, default=None, help="Random seed (default: a new one per run).")
+@click.option("--seed", type=AsciiInt(), default=None, help="Random seed (default: a new one per run).")
 @click.option("--day", default=None, metavar="YYYY-MM-DD",
               help="Submit the crashes over this whole UTC day (default: today, up to now).")
 @local_url_option

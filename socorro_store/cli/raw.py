@@ -10,7 +10,7 @@ import click
 
 from ..errors import NotFound
 from ..schema.keys import decode_counter
-from .common import SummaryGroup, echo_json, open_existing
+from .common import AsciiInt, SummaryGroup, echo_json, open_existing
 
 
 def show_bytes(value):
@@ -72,7 +72,7 @@ def get(ctx, table, row, as_json):
 @click.option("--prefix", default=None, help="Rows starting with this (\\xNN escapes allowed).")
 @click.option("--start", default=None, help="First row (inclusive).")
 @click.option("--stop", default=None, help="Last row (exclusive).")
-@click.option("--limit", type=click.IntRange(1), default=20, show_default=True, help="At most N rows.")
+@click.option("--limit", type=AsciiInt(1), default=20, show_default=True, help="At most N rows.")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines, one row each.")
 @click.pass_context
 def scan(ctx, table, prefix, start, stop, limit, as_json):

@@ -10,7 +10,7 @@ from ..errors import InvalidArgument, NotFound
 from ..schema.keys import parse_metrics_row
 from ..schema.labels import label
 from ..schema.timeparse import date_problem
-from .common import SummaryGroup, echo_json, emit_list, list_format_options, open_existing_store
+from .common import AsciiInt, SummaryGroup, echo_json, emit_list, list_format_options, open_existing_store
 from .crash import range_options, time_range
 
 BAR_WIDTH = 40
@@ -89,7 +89,7 @@ _TOP_COLUMNS = ["rank", "signature", "count", "share", "previous_rank", "previou
 @_dimension_options
 @click.option("--process-type", default=None, metavar="T",
               help="Only crashes of this process type (parent, content, gpu, ...): whole days, no other filter.")
-@click.option("--limit", type=click.IntRange(1), default=DEFAULT_TOP, show_default=True,
+@click.option("--limit", type=AsciiInt(1), default=DEFAULT_TOP, show_default=True,
               help="How many signatures to rank.")
 @list_format_options
 @click.pass_context

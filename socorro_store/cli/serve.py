@@ -7,23 +7,23 @@ from ..backends import open_backend
 from ..config import parse_url, with_options
 from ..errors import ConfigError
 from ..schema import table_admin as admin
-from .common import echo_json, local_url_option, open_existing, url_of
+from .common import AsciiFloat, AsciiInt, echo_json, local_url_option, open_existing, url_of
 
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=9090, show_default=True, type=click.IntRange(0, 65535),
+@click.option("--port", default=9090, show_default=True, type=AsciiInt(0, 65535),
               help="Port (0 picks a free one; the real port is printed).")
 @click.option("--transport", type=click.Choice(["buffered", "framed"]), default="buffered", show_default=True,
               help="Thrift transport, as HBase's hbase.regionserver.thrift.framed.")
 @click.option("--protocol", type=click.Choice(["binary", "compact"]), default="binary", show_default=True,
               help="Thrift protocol, as HBase's hbase.regionserver.thrift.compact.")
 @click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (no authentication!).")
-@click.option("--max-frame-mb", default=2.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+@click.option("--max-frame-mb", default=2.0, show_default=True, type=AsciiFloat(min=0, min_open=True),
               help="Largest framed-transport frame, in MB (HBase's default is 2).")
-@click.option("--idle-timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+@click.option("--idle-timeout", default=60.0, show_default=True, type=AsciiFloat(min=0, min_open=True),
               help="Seconds before an idle connection is closed.")
-@click.option("--workers", default=32, show_default=True, type=click.IntRange(min=1),
+@click.option("--workers", default=32, show_default=True, type=AsciiInt(min=1),
               help="Connections served at once (one worker thread each).")
 @click.option("--create", is_flag=True,
               help="Create the store and its tables first if missing (as `tables create`); without it a "

@@ -3,12 +3,12 @@
 import click
 
 from ..errors import ConfigError
-from .common import local_url_option, open_existing_store
+from .common import AsciiFloat, AsciiInt, local_url_option, open_existing_store
 
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
+@click.option("--port", default=8000, show_default=True, type=AsciiInt(0, 65535),
               help="Port (0 picks a free one; the real port is printed).")
 @click.option("--unredacted", is_flag=True,
               help="Show protected fields and serve dump downloads (Socorro's privileged view).")
@@ -16,9 +16,9 @@ from .common import local_url_option, open_existing_store
               help="The allowlist of fields shown without --unredacted (JSON; default: the package's "
                    "public_fields.json, modelled on Socorro's public permissions).")
 @click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (no authentication!).")
-@click.option("--threads", default=16, show_default=True, type=click.IntRange(1, 1024),
+@click.option("--threads", default=16, show_default=True, type=AsciiInt(1, 1024),
               help="Requests served at once (one thread each); more wait to be accepted.")
-@click.option("--request-timeout", default=30.0, show_default=True, type=click.FloatRange(0, min_open=True),
+@click.option("--request-timeout", default=30.0, show_default=True, type=AsciiFloat(0, min_open=True),
               help="Seconds a request waits for the store before answering 503.")
 @click.option("--access-log", default=None, metavar="FILE",
               help="Append one line per request: time, client, method, path, -, ms, status (- for stdout).")

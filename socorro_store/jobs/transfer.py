@@ -107,10 +107,10 @@ def _unindexed(backend, day, start, end, page_size):
         for row, cells in rows:
             try:
                 crash_id, submitted = K.crash_id_from_row_key(row), stored_time(cells[K.COL_SUBMITTED])
+                if start <= submitted < end:
+                    page.append((crash_id, time_index_key_forms(crash_id, submitted)))
             except (KeyError, InvalidArgument):
                 continue  # no crash yet (a save in flight), or unreadable (verify-indexes reports it)
-            if start <= submitted < end:
-                page.append((crash_id, submitted))
             if len(page) >= page_size:
                 yield from _without_pointer(backend, page)
                 page = []
@@ -118,10 +118,11 @@ def _unindexed(backend, day, start, end, page_size):
 
 
 def _without_pointer(backend, page):
-    forms = {form: crash_id for crash_id, submitted in page for form in time_index_key_forms(crash_id, submitted)}
+    """The crash ids of ``page`` (``[(crash id, its pointer's key forms)]``) with no pointer."""
+    forms = {form: crash_id for crash_id, keys in page for form in keys}
     found = backend.get_rows(K.SUBMITTED_TIME, list(forms), columns=[K.COL_OOID]) if forms else {}
     pointed = {forms[form] for form, cells in found.items() if cells.get(K.COL_OOID) == forms[form].encode("ascii")}
-    return [crash_id for crash_id, _submitted in page if crash_id not in pointed]
+    return [crash_id for crash_id, _keys in page if crash_id not in pointed]
 
 
 class _Oversized(Exception):

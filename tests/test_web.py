@@ -98,7 +98,10 @@ def test_top_crashers_rank_count_share_and_filters(client):
 
 @pytest.mark.parametrize("query, message", [
     ("days=0", "days must be between 1 and 366"), ("days=abc", "whole number"), ("day=2016-13-01", "YYYY-MM-DD"),
-    ("day=2016-09-18&days=2", "not both"), ("version=1.0", "needs its product")])
+    ("day=2016-09-18&days=2", "not both"), ("version=1.0", "needs its product"),
+    # int() took each of these
+    ("days=%2B7", "whole number"), ("days=%207", "whole number"), ("days=1_0", "whole number"),
+    ("days=%D9%A7", "whole number")])
 def test_bad_top_crashers_parameters_answer_400_with_the_reason(client, query, message):
     page, api = client.get(f"/topcrashers/?{query}"), client.get(f"/api/topcrashers?{query}")
     assert page.status_code == api.status_code == 400

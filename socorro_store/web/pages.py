@@ -52,10 +52,9 @@ def _today(now):
 def _int_arg(text, name, low, high, default):
     if text is None or text == "":
         return default
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise InvalidArgument(f"{name} must be a whole number, not {text!r}") from None
+    if not (text.isascii() and text.isdigit()):  # int() also takes "+7", " 7", "1_0", "٧"
+        raise InvalidArgument(f"{name} must be a whole number, not {text!r}")
+    value = int(text)
     if not low <= value <= high:
         raise InvalidArgument(f"{name} must be between {low} and {high}, not {value}")
     return value

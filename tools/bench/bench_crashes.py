@@ -28,6 +28,9 @@ Like is compared with like: every ratio is labelled with both of its modes.
   pc  bare limit in production shape: the same T + T threads writing only those two puts, the
       crash ids handed over in memory (no queue, indexes, counters or checks): the most any
       design of the lifecycle could do on this machine and server (not in the default --modes)
+  ps  the synchronous budget of one derivation path: p with only what a save must make durable
+      before its ack (crash row, queue pointers, submitted_time, a change record) and nothing
+      derived (tools/bench/sync_budget.py; not in the default --modes)
 
 Every crash here is an accepted one (``legacy_processing`` 0): those are what Socorro's
 processor read (its legacy queue), so ours and Socorro's modes process the same N crashes.
@@ -76,6 +79,7 @@ from bench.bench_common import (  # noqa: E402
     with_pool_size,
 )
 from bench.socorro_2013 import SharedPass, Socorro2013, crash_row_puts, processed_puts  # noqa: E402
+from bench.sync_budget import sync_only  # noqa: E402
 from socorro_store import open_store  # noqa: E402
 from socorro_store.backends import RowMutation  # noqa: E402
 from socorro_store.demo import synthetic_crashes  # noqa: E402
@@ -83,13 +87,14 @@ from socorro_store.schema import keys as K  # noqa: E402
 
 DAY = datetime(2016, 9, 18, tzinfo=timezone.utc).date()
 SECONDS_PER_CRASH = 86400 / 3_000_000
-ALL_MODES = ("p", "pb", "a1", "b", "a2", "c1", "c2", "pc")
-DEFAULT_MODES = ALL_MODES[:-1]
-RATIOS = [("p", "pb"), ("pc", "pb"), ("p", "pc"), ("p~t2", "pc"), ("a1", "b"), ("a2", "b"), ("a2", "c2"), ("a2", "c1"), ("a1", "c1"), ("p", "c1"),
+ALL_MODES = ("p", "pb", "a1", "b", "a2", "c1", "c2", "pc", "ps")
+DEFAULT_MODES = ALL_MODES[:-2]
+RATIOS = [("p", "pb"), ("pc", "pb"), ("p", "pc"), ("p~t2", "pc"), ("ps", "pb"), ("ps~t2", "pb"), ("ps", "pc"),
+          ("ps~t2", "pc"), ("p", "ps"), ("p~t2", "ps~t2"), ("a1", "b"), ("a2", "b"), ("a2", "c2"), ("a2", "c1"), ("a1", "c1"), ("p", "c1"),
           ("p~t2", "pb"), ("a1~t2", "b"), ("a2~t2", "b"), ("p~t2", "p")]
 #: the modes of this store that also run on HBase's Thrift2 server (``--thrift2``), as ``MODE~t2``;
 #: the baselines stay on Thrift1, the API Socorro's code used
-THRIFT2_MODES = ("p", "a1", "a2")
+THRIFT2_MODES = ("p", "a1", "a2", "ps")
 
 
 def crash_kind(raw):
@@ -310,8 +315,13 @@ def mode_pc(store, data, threads, timings):
     return ProductionShape(data, threads, timings, save_raw, next_batch, save_processed).run()
 
 
+def mode_ps(store, data, threads, timings):
+    """p, with the store cut down to the synchronous budget (:mod:`bench.sync_budget`)."""
+    return mode_p(sync_only(store), data, threads, timings)
+
+
 SEQUENTIAL = {"a1": mode_a1, "b": mode_b, "a2": mode_a2, "c1": mode_c1, "c2": mode_c2}
-THREADED = {"p": mode_p, "pb": mode_pb, "pc": mode_pc}
+THREADED = {"p": mode_p, "pb": mode_pb, "pc": mode_pc, "ps": mode_ps}
 
 
 def bench_data(n, dump_kb, seed):

@@ -193,3 +193,12 @@ def test_the_default_allowlist_follows_socorros_permissions():
                       "moz_crash_reason_raw", "glean_client_id", "remote_type", "json_dump",
                       "json_dump.threads.frames.registers", "json_dump.sensitive", "exploitability"):
         assert not fields.allows("processed_crash", protected)
+
+
+@pytest.mark.parametrize("value, shown", [("1474156800", "2016-09-18 00:00:00 UTC"), ("\u00b2", "\u00b2"),
+                                          ("\u0663", "\u0663")])
+def test_an_install_time_in_other_digits_is_shown_as_it_is(value, shown):
+    """Before: "\u00b2" (isdigit(), but no int()) raised ValueError, a 500 on its report page."""
+    from socorro_store.web import display
+
+    assert display.epoch(value) == shown

@@ -28,7 +28,8 @@ def when(value):
 def epoch(value):
     """Epoch seconds (a number, or digits as Socorro's annotations hold them) as :func:`when`
     writes a time; anything else as text."""
-    if isinstance(value, str) and value.strip().isdigit():
+    # ASCII only: isdigit() is also true of "²" (which int() refuses) and of other scripts' digits
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         value = int(value.strip())
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:

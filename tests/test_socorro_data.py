@@ -618,6 +618,8 @@ def test_documented_steps_on_several_days_of_socorros_rows(socorro_days, backend
     assert set(store.new_crashes()) == queued
     assert list(store.crashes_by_signature("js::Taken")) == [at["taken"][0], at["processed_2016"][0]]
     assert list(store.crashes_by_signature("js::Happy")) == [at["happybase_done"][0]]
+    states = {item["crash_id"]: item["state"] for item in store.list_crashes(days[0], "2016-09-22", details=True)}
+    assert states[at["happybase_done"][0]] == "processed" and states[at["happybase"][0]] == "queued"
     for day in days:
         assert store.get_metrics(day.strftime("%Y-%m-%d"))["submitted_crash_reports"] == 3, day
     assert store.get_metrics("2016-09")["submitted_crash_reports"] == 12

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from ..checks import is_int
 from ..errors import InvalidArgument
 from ..schema import keys as K
-from ..schema.stored import parse_stored_time_index_key
+from ..schema.stored import parse_stored_time_index_key, stored_processed
 from . import counters, crashes, queue
 from .claims import lease_of
 from .queue import QUEUES, queue_rows, read_claims, readable_rows, with_crash_rows
@@ -87,7 +87,8 @@ def _with_details(backend, ids, page_size):
             if cells.get(K.COL_PRIORITY):
                 state = "priority"
             else:
-                state = "processed" if cells.get(K.COL_PROCESSED) == b"Y" else "queued"
+                # any writer's form: Socorro's happybase storage left flags:processed empty
+                state = "processed" if stored_processed(cells) else "queued"
             signature = cells.get(K.COL_SIGNATURE)
             yield {"crash_id": crash_id, "submitted": cells[K.COL_SUBMITTED].decode("ascii", "replace"),
                    "signature": signature.decode("utf-8", "surrogatepass") if signature is not None else None,

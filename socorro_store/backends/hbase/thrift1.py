@@ -13,7 +13,8 @@ sent), on another server when there is one.  A transport failure after a request
 retried, on another server or a fresh connection with exponential backoff, only for idempotent
 calls (reads, puts, deletes, admin reads).  Increments and check-and-put are never replayed: the
 caller gets :class:`BackendUnavailable` and the outcome is unknown (rollups make counters exact).
-A server that fails is left out of the rotation and tried again later.
+A server that refuses a connection, or fails several calls in a row, is left out of the rotation
+and tried again later (one slow answer does not leave it out).
 
 Request sizes: over framed transport the server closes the connection on a request frame over
 its limit (``max_frame_mb``, HBase's ``hbase.regionserver.thrift.framed.max_frame_size_in_mb``,

@@ -6,9 +6,10 @@ use.  :meth:`Thrift2Pool.call` runs one RPC on a pooled client with the rules of
 :mod:`.servers` (the same as Thrift1's): a failure to connect is always retried, on another
 server when there is one; a transport failure after the request was sent is retried (failed
 over) only for idempotent calls; an increment, append, check-and-put or create is never
-replayed (:class:`BackendUnavailable`, outcome unknown); a server that fails is left out and
-tried again later; a connection idle for :data:`REOPEN_IDLE_S` is reopened before use; one that
-carried a server-side error (``TIOError``) stays usable (the server answered).
+replayed (:class:`BackendUnavailable`, outcome unknown); a server that refuses a
+connection, or fails several calls in a row, is left out and tried again later; a connection
+idle for :data:`REOPEN_IDLE_S` is reopened before use; one that carried a server-side error
+(``TIOError``) stays usable (the server answered).
 
 Errors (:func:`translate_error`): Thrift2 reports Java ``IOException``\\ s as ``TIOError`` whose
 message is the exception's message alone, without its class: a missing table is just the

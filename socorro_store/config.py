@@ -90,7 +90,11 @@ def parse_url(url=None):
     text = resolve_url(url)
     if not isinstance(text, str):
         raise ConfigError(f"store URL must be a string, not {type(text).__name__}")
-    parts = _split(text)
+    if text.lower().startswith("embedded://"):
+        # a directory, not a host: urlsplit would take "run[2]" in embedded://run[2]/x for an IPv6 host
+        parts = urlsplit("embedded://?" + text.partition("?")[2])
+    else:
+        parts = _split(text)
     scheme = parts.scheme
     if scheme not in _OPTIONS or "://" not in text:
         raise ConfigError(f"unknown store URL scheme in {text!r}: expected embedded://, hbase:// or bigtable://")

@@ -234,6 +234,8 @@ def test_url_defaults(monkeypatch):
     monkeypatch.setenv(ENV_VAR, "embedded:///tmp/x")
     assert parse_url().path == "/tmp/x"
     assert parse_url("embedded://./d?sync=full").options == {"sync": "full"}
+    assert parse_url("embedded://run[2]/d?sync=full").path == "run[2]/d"  # a directory, not an IPv6 host
+    assert parse_url("embedded:///tmp/a[1").path == "/tmp/a[1"
     hbase = parse_url("hbase://h?transport=framed&protocol=compact&table_prefix=p&pool_size=2")
     assert (hbase.host, hbase.port) == ("h", 9090)
     assert hbase.options["transport"] == "framed" and hbase.options["pool_size"] == 2

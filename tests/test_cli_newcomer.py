@@ -221,6 +221,6 @@ def test_each_demo_crash_agrees_with_itself():
 
 @pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(), reason="not a git checkout")
 def test_the_readmes_local_hbase_directory_is_ignored():
-    """``python tools/local_hbase.py ./hbase-local`` (the README's example) left it untracked."""
+    """``python tools/servers/local_hbase.py ./hbase-local`` (the README's example) left it untracked."""
     result = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", "hbase-local/"], check=False)
     assert result.returncode == 0

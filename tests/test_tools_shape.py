@@ -75,3 +75,16 @@ def test_each_tool_runs_from_its_path(path, tmp_path):
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "usage" in done.stdout.lower()
+
+
+@pytest.mark.parametrize("args", [[], ["--region-servers", "1"]], ids=["standalone", "cluster"])
+def test_local_hbase_without_java_says_so_in_one_line(args, tmp_path):
+    """The cluster's errors are the command's own class: when the command was a module the cluster
+    imported back, ``python local_hbase.py`` ran as a second copy, its ``except HBaseUnavailable``
+    missed the cluster's, and a missing Java ended in a traceback."""
+    done = subprocess.run([sys.executable, str(TOOLS / "servers" / "local_hbase.py"), str(tmp_path / "hb"), *args],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={"PATH": str(tmp_path / "no-java-here")})
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [done.stderr.strip()] and done.stderr.startswith("local_hbase: "), done.stderr
+    assert "java" in done.stderr

@@ -10,8 +10,8 @@ import click
 from ..backends import open_backend
 from ..crashstore.store import CrashStore
 from ..errors import StoreNotFound
-from ..jobs import transfer
 from ..files import open_private
+from ..jobs import transfer
 from .common import echo_json, open_existing, progress_bar, stdout_to_devnull, url_of
 from .crash import time_range
 

@@ -27,9 +27,9 @@ def bars(points):
 
 
 def bars_with_data(points, unit):
-    """:func:`bars` of ``points`` (``[(label, count)]`` in time order) from the first with
-    crashes to the last, and a line for each run of empty ``unit`` s left out at either end (the
-    hours of today still to come, the weeks before a signature appeared), naming them."""
+    """:func:`bars` of ``points`` (``[(label, count)]`` in time order, one per ``unit``) from
+    the first with crashes to the last, and a line naming each run of empty points left out at
+    either end (the hours of today still to come, the weeks before a signature appeared)."""
     points = list(points)
     busy = [i for i, (_label, n) in enumerate(points) if n]
     if not busy:

@@ -19,6 +19,12 @@ Like Phoenix's IndexScrutinyTool: for each of the 7 index tables, every pointer 
             crash: repair re-queues it).  Crash rows without any index row (Socorro's happybase
             storage wrote none) are found because the crash rows themselves are scanned.
 
+Crash rows are judged by their key too, counted under ``submitted_time``: one in Socorro's
+pre-salt layout (``YYMMDD + crash id``, which its 2013 client still read with ``old_format``) is
+FOREIGN, kept whatever ``drop_foreign`` says and implying no pointer of ours (its pointers are
+orphans: no reader of ours or of Socorro's finds the crash through them); one whose key is in no
+layout of its ``ids:ooid`` is UNREADABLE.  A day range reads both layouts of its days.
+
 Socorro's time-index keys (``salt + ts[:-6] + crash_id``) are ours when the microsecond is not 0
 and a 19-character variant of ours when it is: both count as the same pointer.
 
@@ -167,9 +173,10 @@ def _implied(backend, table, crash_ids, with_processed=False):
     return (implied, unreadable, processed) if with_processed else (implied, unreadable)
 
 
-def _crash_pages(backend, since, until, page_size=PAGE, progress=lambda phase, done, total: None):
-    """Pages of ``[(crash id, cells)]``: every crash row, or those of crash-id days in range
-    (``progress`` told of each day read, or of the one full scan)."""
+def _crash_pages(backend, since, until, counts, page_size=PAGE, progress=lambda phase, done, total: None):
+    """Pages of ``[(crash id, cells)]``: every crash row in our layout, or those of crash-id days
+    in range (``progress`` told of each day read, or of the one full scan); rows in another
+    layout are counted in ``counts`` (see :func:`_crash_row_layout`)."""
     if since is None:
         steps = [("crash rows", backend.scan(K.CRASH_REPORTS, columns=_COLUMNS, page_size=page_size))]
     else:
@@ -181,7 +188,11 @@ def _crash_pages(backend, since, until, page_size=PAGE, progress=lambda phase, d
     for done, (phase, rows) in enumerate(steps, 1):
         for row, cells in rows:
             if K.COL_SUBMITTED in cells and K.COL_OOID in cells:
-                page[row] = cells
+                layout = _crash_row_layout(row, cells[K.COL_OOID])
+                if layout == "ours":
+                    page[row] = cells
+                else:
+                    counts[K.SUBMITTED_TIME][layout] += 1
             if len(page) >= page_size:
                 yield _page_of(backend, page)
                 page = {}
@@ -191,7 +202,7 @@ def _crash_pages(backend, since, until, page_size=PAGE, progress=lambda phase, d
 
 
 def _day_rows(backend, day, page_size):
-    """The crash rows of one crash-id day, salt by salt.
+    """The crash rows of one crash-id day, salt by salt, then those in Socorro's pre-salt layout.
 
     A function, so that ``day`` is bound when it is called: a generator expression built in
     the loop over the days read the loop variable when it ran, after the loop, so every step
@@ -199,6 +210,20 @@ def _day_rows(backend, day, page_size):
     for salt_char in K.SALTS:
         yield from backend.scan(K.CRASH_REPORTS, prefix=K.crash_day_prefix(salt_char, day), columns=_COLUMNS,
                                 page_size=page_size)
+    presalt = day.strftime("%y%m%d").encode("ascii")
+    for row, cells in backend.scan(K.CRASH_REPORTS, prefix=presalt, columns=_COLUMNS, page_size=page_size):
+        if row[len(presalt):] == cells.get(K.COL_OOID):  # a salted row of a day 20x0-x1-x… shares the prefix
+            yield row, cells
+
+
+def _crash_row_layout(row, ooid):
+    """``"ours"`` (``salt + YYMMDD + id``, or an ``ids:ooid`` that is no crash id: judged, and
+    found unreadable, as a crash row), ``"foreign"`` (Socorro's pre-salt ``YYMMDD + id``) or
+    ``"unreadable"`` (a key in no layout of its crash id) of a crash row."""
+    crash_id = ooid.decode("ascii", "replace")
+    if not K.is_crash_id(crash_id) or row == K.crash_row_key(crash_id):
+        return "ours"
+    return "foreign" if row == K.crash_row_key(crash_id)[1:] else "unreadable"
 
 
 def _page_of(backend, page):
@@ -403,7 +428,7 @@ def verify_indexes(backend, repair=False, orphan_age_s=DEFAULT_ORPHAN_AGE_S, hea
     counts = {table: dict.fromkeys(COUNTS, 0) for table in INDEX_TABLES}
     report = progress or (lambda phase, done, total: None)
     span = [None, None]  # submitted times of the crash rows read: where their pointers are
-    for page in _crash_pages(backend, start, end, page_size, report):
+    for page in _crash_pages(backend, start, end, counts, page_size, report):
         _check_crash_page(backend, page, counts, repair, heartbeat, span)
 
     def in_range(crash_id):

@@ -10,6 +10,10 @@ costs one call per day it holds, plus one that finds nothing.  Three sources say
   storage wrote none);
 * ``metrics`` day rows (``yyyy-mm-dd`` and the rows under it): live counters of a day, even one
   whose crashes are gone, which the roll-up must make exact (zero) too.
+
+:func:`crash_rows_of_day` reads the crash rows of one crash-id day in every layout a store on
+Socorro's tables holds: ours (``salt + YYMMDD + crash id``) and Socorro's pre-salt one
+(``YYMMDD + crash id``, which its 2013 client still read with ``old_format``).
 """
 
 import re
@@ -95,3 +99,18 @@ def days_with_data(backend, start, end):
     _crash_row_days(backend, start, end, found)
     _metrics_days(backend, start, end, found)
     return [_midnight(day) for day in sorted(found) if start <= day < end]
+
+
+def crash_rows_of_day(backend, day, columns, page_size=500):
+    """``(row, cells)`` of the crash rows of crash-id ``day`` (a date or datetime): salt by salt,
+    then those in Socorro's pre-salt layout (``YYMMDD + crash id``, told by their ``ids:ooid``,
+    which is added to ``columns``).  Who needs the crash id reads it from ``ids:ooid``: a
+    pre-salt row's key has no salt."""
+    columns = list(columns) + ([K.COL_OOID] if K.COL_OOID not in columns and b"ids" not in columns else [])
+    for salt_char in K.SALTS:
+        yield from backend.scan(K.CRASH_REPORTS, prefix=K.crash_day_prefix(salt_char, day), columns=columns,
+                                page_size=page_size)
+    presalt = day.strftime("%y%m%d").encode("ascii")
+    for row, cells in backend.scan(K.CRASH_REPORTS, prefix=presalt, columns=columns, page_size=page_size):
+        if row[len(presalt):] == cells.get(K.COL_OOID):  # a salted row of a day 20x0-x1-x… shares the prefix
+            yield row, cells

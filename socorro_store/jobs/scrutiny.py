@@ -181,8 +181,9 @@ def _crash_pages(backend, since, until, counts, page_size=PAGE, progress=lambda 
         steps = [("crash rows", backend.scan(K.CRASH_REPORTS, columns=_COLUMNS, page_size=page_size))]
     else:
         # only the days that hold data (skipped to, as rollup does): a calendar walk cost 16
-        # scans for every empty day since ``since``
-        steps = [("days", _day_rows(backend, day, page_size))
+        # scans for every empty day since ``since``.  Each day's rows come from a function call:
+        # a generator expression here read the loop's last day when it ran (issue 39)
+        steps = [("days", data_days.crash_rows_of_day(backend, day, _COLUMNS, page_size))
                  for day in data_days.days_with_data(backend, since.date(), until.date())]
     page = {}
     for done, (phase, rows) in enumerate(steps, 1):
@@ -199,21 +200,6 @@ def _crash_pages(backend, since, until, counts, page_size=PAGE, progress=lambda 
         progress(phase, done, len(steps))
     if page:
         yield _page_of(backend, page)
-
-
-def _day_rows(backend, day, page_size):
-    """The crash rows of one crash-id day, salt by salt, then those in Socorro's pre-salt layout.
-
-    A function, so that ``day`` is bound when it is called: a generator expression built in
-    the loop over the days read the loop variable when it ran, after the loop, so every step
-    read the last day (issue 39: ``--since`` missed the MISSING pointers of every other day)."""
-    for salt_char in K.SALTS:
-        yield from backend.scan(K.CRASH_REPORTS, prefix=K.crash_day_prefix(salt_char, day), columns=_COLUMNS,
-                                page_size=page_size)
-    presalt = day.strftime("%y%m%d").encode("ascii")
-    for row, cells in backend.scan(K.CRASH_REPORTS, prefix=presalt, columns=_COLUMNS, page_size=page_size):
-        if row[len(presalt):] == cells.get(K.COL_OOID):  # a salted row of a day 20x0-x1-x… shares the prefix
-            yield row, cells
 
 
 def _crash_row_layout(row, ooid):

@@ -9,7 +9,8 @@ time, signature, hang), every counter, the rankings, the first-seen and hang-pai
 :func:`sync_only` turns a store into that budget, for a benchmark: the store's own code runs
 (its group commit, claims, check-and-puts, queue pointers), while
 
-* counters and detections are not sent (``live_counters.send`` does nothing);
+* counters and detections are not sent (``live_counters.send`` keeps the queue counters only:
+  the processors' empty-poll gate reads them);
 * writes to the derived indexes are dropped, and a call left with nothing is not made;
 * every crash row written gets a change cell (:data:`CHANGE_CELL_BYTES`), and every save a
   change pointer row, in the same call as its first pointer write: the raw save's index call, and
@@ -81,5 +82,9 @@ def sync_only(store):
     backend.mutate_rows = patched_mutate_rows
     backend.mutate_tables = patched_mutate_tables
     backend.check_and_put_many = patched_check_and_put_many
-    store.live_counters.send = lambda increments, detect=None: None
+    send = store.live_counters.send
+    # the queue counters stay: processors' empty polls read them (queue_scans.EmptyPollGate), and
+    # without them every poll would look empty until a rescan; one row, sent in the background
+    store.live_counters.send = lambda increments, detect=None: send(
+        [inc for inc in increments if inc.table == K.METRICS and inc.row == K.QUEUE_ROW])
     return store

@@ -646,31 +646,3 @@ def test_a_day_range_judges_the_pointers_of_crashes_submitted_days_after_their_i
         scrutiny.verify_indexes(store.backend, repair=True, since="2016-09-10", until="2016-09-11")
         assert scrutiny.problems_left(scrutiny.verify_indexes(store.backend)) == 0
 
-
-def test_presalt_crash_rows_are_judged_alike_by_day_and_whole_table(backend_url, backend_kind):
-    """Issue 39, item 1: a crash row in Socorro's pre-salt layout (``YYMMDD + crash id``, which the
-    2013 client still read with ``ooid_to_row_id(old_format=True)``) was judged by the whole-table
-    check only, which then reported MISSING pointers that --repair can never write (exit 1 for
-    good); a day range never saw it.  Both judge it FOREIGN, keep it, and agree on its pointers."""
-    crash_id, day = "a0000001-0000-4000-8000-000002100918", datetime(2010, 9, 18, tzinfo=UTC)
-    with open_store(backend_url) as store:
-        store.create_tables()
-        writer = _writer(store, backend_kind, backend_url)
-        try:
-            socorro_2013_put_json_dump(writer, crash_id, {"ProductName": "Firefox", "uuid": crash_id, "legacy_processing": 1,
-                                                          "submitted_timestamp": "2010-09-18T10:00:00.500000+00:00"})
-        finally:
-            writer.close()
-        salted = K.crash_row_key(crash_id)
-        presalt = salted[1:]
-        store.backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(presalt, store.backend.get_row(K.CRASH_REPORTS, salted)),
-                                                    RowMutation(salted, delete_row=True)])
-        for repair in (False, True, False):
-            whole = scrutiny.verify_indexes(store.backend)
-            for since, until in (("2010-09-18", "2010-09-19"), ("2010-01-01", None)):
-                assert _judged(scrutiny.verify_indexes(store.backend, since=since, until=until)) == _judged(whole)
-            assert whole[K.SUBMITTED_TIME]["foreign"] == 1 and whole[K.SUBMITTED_TIME]["missing"] == 0
-            if repair:
-                scrutiny.verify_indexes(store.backend, repair=True, orphan_age_s=0, since=day.date().isoformat())
-        assert scrutiny.problems_left(scrutiny.verify_indexes(store.backend)) == 0
-        assert store.backend.get_row(K.CRASH_REPORTS, presalt)[K.COL_OOID] == crash_id.encode()

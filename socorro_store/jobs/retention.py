@@ -17,8 +17,9 @@ The day volume rows the dimension admission reads (``~dimensions/volume/<day>``,
 ``before`` less the admission window (30 days).
 
 Which rows: the crash rows of every day (crash-id date) up to and including ``before``'s day that
-holds data (:func:`~socorro_store.jobs.data_days.days_with_data`), read by day prefix with one
-small column (``timestamps:submitted``); a crash goes when its submitted time is before ``before``.
+holds data (:func:`~socorro_store.jobs.data_days.days_with_data`), read by day prefix in both
+layouts (ours and Socorro's pre-salt one) with two small columns (``timestamps:submitted``,
+``ids:ooid``); a crash goes when its submitted time is before ``before``.
 A crash id's date need not be its submission's (a client names its crash, a collector stamps
 it): a last phase reads the ``submitted_time`` index up to ``before`` (both key layouts,
 :func:`~socorro_store.crashstore.listings.crashes_submitted`), so a crash submitted before it
@@ -38,7 +39,7 @@ from ..crashstore import deletion, listings
 from ..errors import InvalidArgument
 from ..schema import dimension_keys as DK
 from ..schema import keys as K
-from ..schema.stored import stored_time
+from ..schema.stored import crash_id_of_row, stored_time
 from . import data_days, registry, runs
 from .rollup import COL_EXPIRED_BEFORE, EPOCH, RETENTION_ROW, crashes_expired_before
 
@@ -66,21 +67,20 @@ def parse_before(before, now=None):
 
 
 def _old_crashes(backend, day, before, page_size, on_page):
-    """Pages of crash ids of ``day`` (crash-id date) submitted before ``before``."""
+    """Pages of crash ids of ``day`` (crash-id date) submitted before ``before``, from its crash
+    rows in either layout (ours, Socorro's pre-salt one: :func:`.data_days.crash_rows_of_day`)."""
     page = []
-    for salt_char in K.SALTS:
-        for row, cells in backend.scan(K.CRASH_REPORTS, prefix=K.crash_day_prefix(salt_char, day),
-                                       columns=[K.COL_SUBMITTED], page_size=page_size):
-            try:
-                submitted = stored_time(cells[K.COL_SUBMITTED])
-            except (KeyError, InvalidArgument):
-                continue  # no crash yet (a save in flight) or unreadable: not known to be old
-            if submitted < before:
-                page.append(K.crash_id_from_row_key(row))
-                if len(page) >= page_size:
-                    yield page
-                    page = []
-                    on_page()
+    for row, cells in data_days.crash_rows_of_day(backend, day, [K.COL_SUBMITTED], page_size):
+        try:
+            submitted, crash_id = stored_time(cells[K.COL_SUBMITTED]), crash_id_of_row(row)
+        except (KeyError, InvalidArgument):
+            continue  # no crash yet (a save in flight) or unreadable: not known to be old
+        if submitted < before:
+            page.append(crash_id)
+            if len(page) >= page_size:
+                yield page
+                page = []
+                on_page()
     if page:
         yield page
 

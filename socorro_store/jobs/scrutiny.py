@@ -78,6 +78,7 @@ from ..schema.stored import (
     canonical_time_index_key,
     parse_socorro_signature_key,
     parse_stored_time_index_key,
+    presalt_crash_row_key,
     stored_legacy,
     stored_processed,
     stored_time,
@@ -209,7 +210,7 @@ def _crash_row_layout(row, ooid):
     crash_id = ooid.decode("ascii", "replace")
     if not K.is_crash_id(crash_id) or row == K.crash_row_key(crash_id):
         return "ours"
-    return "foreign" if row == K.crash_row_key(crash_id)[1:] else "unreadable"
+    return "foreign" if row == presalt_crash_row_key(crash_id) else "unreadable"
 
 
 def _page_of(backend, page):

@@ -20,6 +20,8 @@ time-index keys                        ``S + T(26) + ID``           ``S + ts[:-6
                                                                     the microsecond is 0
 signature index                        ``esc(sig) 00 T ID``         ``sig + ID`` (FOREIGN to us)
 ``hang_id_submitted_time``             ``S + T + ID``               the hang id (FOREIGN to us)
+``crash_reports`` key                  ``S + YYMMDD + ID``          also ``YYMMDD + ID`` (pre-salt,
+                                                                    FOREIGN to us)
 queue counters (``metrics`` row)       ``crash_report_queues``      ``crash_report_queue``
 =====================================  ===========================  ============================
 
@@ -154,6 +156,23 @@ def canonical_time_index_key(key):
     return K.time_index_key(crash_id, moment)
 
 # -- Socorro's layouts we do not use --------------------------------------------------------------
+
+def presalt_crash_row_key(crash_id):
+    """Socorro's pre-salt crash_reports key of a crash: ``YYMMDD + crash_id`` (its 2013 client
+    still read it with ``ooid_to_row_id(ooid, old_format=True)``).  Inverse: :func:`crash_id_of_row`."""
+    return K.crash_row_key(crash_id)[1:]
+
+
+def crash_id_of_row(row):
+    """The crash id of a crash_reports row key in our layout or Socorro's pre-salt one;
+    InvalidArgument for any other key."""
+    if isinstance(row, bytes) and len(row) == 6 + K.CRASH_ID_LEN:
+        crash_id = K.validate_crash_id(row[6:].decode("ascii", "replace"))
+        if presalt_crash_row_key(crash_id) != row:
+            raise InvalidArgument(f"crash_reports row key does not match its crash id: {row!r}")
+        return crash_id
+    return K.crash_id_from_row_key(row)
+
 
 def parse_socorro_signature_key(key):
     """``(signature, crash_id)`` of Socorro's signature-index key ``signature + crash_id``.

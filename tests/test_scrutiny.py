@@ -145,3 +145,24 @@ def test_verify_since_walks_only_days_with_data(embedded_url):
         scans = store.backend.calls["scan"] - calls["scan"]
         assert report[K.SUBMITTED_TIME]["valid"] == 8 and report[K.SUBMITTED_TIME]["missing"] == 0
         assert scans < 1000, scans  # 16 salts x 5,843 days walked: 93,488
+
+
+def test_crash_row_under_another_crashs_key_is_unreadable_in_both_paths(embedded_url):
+    """Issue 39: the whole-table check judged a crash row by its ``ids:ooid`` whatever its key (and
+    so reported, for a copy under another key, pointers --repair could never write); a day range
+    judged only rows under its days.  Both now judge the key: such a row is UNREADABLE, kept."""
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        spec = make_crashes(10)[9]  # no hang pair
+        ingest(store, [spec])
+        other = ("b" if spec["id"][0] != "b" else "c") + spec["id"][1:]  # a key in no layout of its crash id
+        cells = store.backend.get_row(K.CRASH_REPORTS, K.crash_row_key(spec["id"]))
+        store.backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(other), cells)])
+        day = spec["id"][-6:]
+        since = f"20{day[:2]}-{day[2:4]}-{day[4:]}"
+        whole = scrutiny.verify_indexes(store.backend)
+        assert whole == scrutiny.verify_indexes(store.backend, since=since)
+        assert whole[K.SUBMITTED_TIME]["unreadable"] == 1 and scrutiny.problems_left(whole) == 1
+        repaired = scrutiny.verify_indexes(store.backend, repair=True, orphan_age_s=0)
+        assert sum(t["repaired_missing"] + t["deleted_orphans"] for t in repaired.values()) == 0
+        assert store.backend.get_row(K.CRASH_REPORTS, K.crash_row_key(other))[K.COL_OOID] == spec["id"].encode()

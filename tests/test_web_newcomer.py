@@ -89,3 +89,11 @@ def test_home_and_signature_pages_show_markers_in_words(client):
     assert "##" not in _text(page) and "(no signature)" in _title(page)
     assert re.search(r'<h1 id="signature">\(no signature\)</h1>', page)
     assert "(unknown)" in _text(page)  # the OS breakdown
+
+
+def test_the_report_page_of_a_crash_with_no_signature_shows_it_in_words(client):
+    page = client.get("/signature/?signature=%23%23null%23%23").get_data(as_text=True)
+    crash = re.search(r"/report/index/([0-9a-f-]{36})", page).group(1)
+    report = client.get(f"/report/index/{crash}").get_data(as_text=True)
+    assert "##" not in _text(report) and "(no signature)" in _text(report)
+    assert "/signature/?signature=%23%23null%23%23" in report  # the link keeps the stored name

@@ -13,7 +13,9 @@ most :data:`DIMENSION_CAPS` values per row.  Who decides what it holds:
   arrival and not by volume is fixed.
 * **Arrival, between runs** (:class:`Dimensions`): a value not in the registry is admitted while
   its row has room (the reserve), else counted as ``##other##`` until the next ``rollup``.
-  100 junk product names fill the reserve, not the registry: the products with volume stay.
+  Admission takes one of the row's slots with a check-and-put (:mod:`.admission`), so the row
+  never holds more than its cap, whatever the number of processes saving at once.  Junk product
+  names fill the reserve, not the registry: the products with volume stay.
 * **The operator**: :func:`keep_products` names products always admitted, whatever their
   volume (``socorro-store dimensions keep``, or a file of names).
 """
@@ -26,6 +28,7 @@ from ..errors import InvalidArgument
 from ..schema import dimension_keys as DK
 from ..schema import ranking_keys as RK
 from ..schema.keys import SIGNATURES_SEEN
+from . import admission
 
 DIMENSION_CAPS = {"product": 100, "version": 200, "os": 50}
 #: seconds a process trusts what it read of a registry row (``rollup`` rewrites the rows)
@@ -37,8 +40,11 @@ class Dimensions:
     the rest to ``##other##`` (see the module docstring).  Thread-safe.
 
     What it read of a registry row is trusted for :data:`REFRESH_S` seconds, then read again, so
-    a process follows the roll-up's rewrites; a value not yet decided costs a read (and a put
-    when admitted).
+    a process follows the roll-up's rewrites: a value it saw admitted, or a row it saw full,
+    costs no call.  Only an admission reads the row afresh and claims a slot (one read and one
+    check-and-put, :func:`.admission.admit`): the cap holds across processes, and a value another
+    process admitted meanwhile is found, not admitted twice.  A product an operator keeps is
+    counted under its name even when its row is full.
     """
 
     def __init__(self, caps=None, refresh_s=REFRESH_S, clock=time.monotonic):
@@ -52,25 +58,25 @@ class Dimensions:
         found = self._rows.get(row)
         now = self._clock()
         if found is None or now - found[0] > self.refresh_s:
-            found = (now, set(backend.get_row(SIGNATURES_SEEN, row, columns=[b"seen"])))
+            found = (now, admission.read_row(backend, row))
             self._rows[row] = found
         return found[1]
 
     def value(self, backend, field, value, product=None):
         if value in (DK.UNKNOWN, DK.OTHER):
             return value
-        row, column = DK.registry_row(field, product), DK.registry_column(value)
+        row, cap = DK.registry_row(field, product), self.caps[field]
         with self._lock:
-            admitted = self._row(backend, row)
-            if column in admitted:
+            if value in self._row(backend, row).values:
                 return value
-            kept = field == "product" and column in self._row(backend, DK.KEEP_ROW)
-            if len(admitted) >= self.caps[field] and not kept:
+            kept = field == "product" and value in self._row(backend, DK.KEEP_ROW).values
+            if self._row(backend, row).full(cap) and not kept:
                 return DK.OTHER
-            # room (or kept): admitted by arrival; the next rollup decides by volume
-            backend.mutate_rows(SIGNATURES_SEEN, [RowMutation(row, {column: b"1"})])
-            admitted.add(column)
-            return value
+            # room as last read (or kept): admitted by arrival if a slot is still free; the next
+            # rollup decides by volume
+            admitted, fresh = admission.admit(backend, row, value, cap)
+            self._rows[row] = (self._clock(), fresh)
+            return value if admitted or kept else DK.OTHER
 
     def resolve(self, backend, dims):
         """``dims`` ({"product", "version", "os"}, normalized) with the cap applied."""
@@ -140,9 +146,10 @@ def keep_products(backend, names, replace=False):
     gone = sorted(current - set(wanted))
     if wanted or gone:
         backend.mutate_rows(SIGNATURES_SEEN, [RowMutation(DK.KEEP_ROW, wanted, deletes=gone)])
-    # a kept product is admitted at once, not at the next rollup
-    if wanted:
-        backend.mutate_rows(SIGNATURES_SEEN, [RowMutation(DK.registry_row("product"), wanted)])
+    # a kept product is admitted at once (while the registry has room), not at the next rollup;
+    # live counters count it under its name even when the registry is full
+    for name in names:
+        admission.admit(backend, DK.registry_row("product"), name, DIMENSION_CAPS["product"])
     return kept_products(backend)
 
 
@@ -159,9 +166,7 @@ def registry(backend):
     the values admitted now."""
     out = {"product": [], "os": [], "versions": {}, "kept": kept_products(backend), "caps": dict(DIMENSION_CAPS)}
     for field in ("product", "os"):
-        cells = backend.get_row(SIGNATURES_SEEN, DK.registry_row(field), columns=[b"seen"])
-        out[field] = sorted(DK.parse_registry_column(c) for c in cells)
+        out[field] = sorted(admission.read_row(backend, DK.registry_row(field)).values)
     for product in out["product"]:
-        cells = backend.get_row(SIGNATURES_SEEN, DK.registry_row("version", product), columns=[b"seen"])
-        out["versions"][product] = sorted(DK.parse_registry_column(c) for c in cells)
+        out["versions"][product] = sorted(admission.read_row(backend, DK.registry_row("version", product)).values)
     return out

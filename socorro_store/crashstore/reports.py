@@ -12,7 +12,6 @@ has no columns of its own: the report says so (``counted_as``: ``##other##``).
 """
 
 from datetime import datetime, timedelta, timezone
-from urllib.parse import unquote
 
 from ..checks import is_int
 from ..errors import InvalidArgument
@@ -62,7 +61,7 @@ def _filter(backend, product, version, os):
         value = DK.normalize(described[field])
         row = DK.registry_row(field, DK.normalize(product) if field == "version" else None)
         cells = backend.get_row(K.SIGNATURES_SEEN, row, columns=[b"seen"])
-        if value not in (DK.UNKNOWN, DK.OTHER) and DK.registry_column(value) not in cells and \
+        if value not in (DK.UNKNOWN, DK.OTHER) and value not in DK.registry_values(cells) and \
                 len(cells) >= counters.DIMENSION_CAPS[field]:
             counted[field] = DK.OTHER
     return key, {"filter": described, "counted_as": counted}
@@ -209,7 +208,7 @@ def os_splits(backend, signatures, start, end, product=None, version=None):
     if not signatures:
         return {}
     seen = backend.get_row(K.SIGNATURES_SEEN, DK.registry_row("os"), columns=[b"seen"])
-    names = sorted({unquote(c.partition(b":")[2].decode("ascii", "replace")) for c in seen} | {DK.UNKNOWN, DK.OTHER})
+    names = sorted(DK.registry_values(seen) | {DK.UNKNOWN, DK.OTHER})
     kind = _split_kind(product, version, None)
     norm = {"product": DK.normalize(product) if product is not None else None,
             "version": DK.normalize(version) if version is not None else None}

@@ -208,8 +208,7 @@ def signature_overview(backend, signature, now, start, end, product=None, versio
 def _registry_names(backend, rows):
     """``{registry row: admitted values + ##unknown## + ##other##}`` of ``rows`` (one read)."""
     found = backend.get_rows(K.SIGNATURES_SEEN, list(rows), columns=[b"seen"])
-    return {row: {DK.parse_registry_column(c) for c in found.get(row, {})} | {DK.UNKNOWN, DK.OTHER}
-            for row in rows}
+    return {row: DK.registry_values(found.get(row, {})) | {DK.UNKNOWN, DK.OTHER} for row in rows}
 
 
 _BREAKDOWN_FIELDS = {"p": ("product",), "pv": ("product", "version"), "os": ("os",)}

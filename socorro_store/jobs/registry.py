@@ -14,13 +14,14 @@ The day's dimensioned counters are written under that admission (a value not adm
 ``##other##``), so a day counted under a registry filled by arrival (100 junk product names first)
 is fixed.  At the end of a run, :func:`write_registry` rewrites the registry rows to the
 admission of the latest day, which the live counters then follow (leaving them the reserve for
-values that arrive between runs).
+values that arrive between runs, taken slot by slot: never past the cap).
 """
 
 import collections
 from datetime import timedelta
 
 from ..backends.base import RowMutation
+from ..crashstore import admission as slots
 from ..crashstore.dimensions import DIMENSION_CAPS, kept_products
 from ..schema import dimension_keys as DK
 from ..schema import keys as K
@@ -137,27 +138,19 @@ class Admission:
 
 
 def write_registry(backend, admission):
-    """Rewrite the registry rows to ``admission``: its values put, every other value deleted
-    (the version rows of products no longer admitted emptied)."""
-    wanted = {DK.registry_row("product"): admission.products, DK.registry_row("os"): admission.oses}
+    """Rewrite the registry rows to ``admission``: its values in the rows' slots, every other
+    value deleted (the version rows of products no longer admitted emptied), each row by
+    :func:`~socorro_store.crashstore.admission.rewrite`, so live admissions racing it never take
+    a row past its cap."""
+    wanted = {DK.registry_row("product"): (admission.products, DIMENSION_CAPS["product"]),
+              DK.registry_row("os"): (admission.oses, DIMENSION_CAPS["os"])}
     for product, versions in admission.versions.items():
-        wanted[DK.registry_row("version", product)] = versions
+        wanted[DK.registry_row("version", product)] = (versions, DIMENSION_CAPS["version"])
     version_rows = DK.registry_row("version", "")
-    current = backend.get_rows(K.SIGNATURES_SEEN, [DK.registry_row("product"), DK.registry_row("os")],
-                               columns=[b"seen"])
-    current.update(backend.scan(K.SIGNATURES_SEEN, start=version_rows, stop=version_rows[:-1] + b"0",
-                                columns=[b"seen"]))  # "0" follows "/": every version row
-    mutations = []
-    for row, cells in current.items():
-        gone = sorted(set(cells) - {DK.registry_column(v) for v in wanted.get(row, ())})
-        if gone:
-            mutations.append(RowMutation(row, deletes=gone))
-    for row, values in wanted.items():
-        puts = {DK.registry_column(v): b"1" for v in values if DK.registry_column(v) not in current.get(row, {})}
-        if puts:
-            mutations.append(RowMutation(row, puts))
-    if mutations:
-        backend.mutate_rows(K.SIGNATURES_SEEN, mutations)
+    for row, _cells in backend.scan(K.SIGNATURES_SEEN, start=version_rows, stop=version_rows[:-1] + b"0",
+                                    columns=[b"seen"]):  # "0" follows "/": every version row
+        wanted.setdefault(row, ((), DIMENSION_CAPS["version"]))  # a product no longer admitted: emptied
+    slots.rewrite(backend, wanted)
 
 
 class Admissions:

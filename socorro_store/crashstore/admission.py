@@ -7,7 +7,8 @@ check and that one cell are atomic on every backend (HBase's Thrift1 checkAndPut
 processes can never take one slot, and a row never holds more values than its cap, however many
 processes admit at once and however stale their cached view of the row.  The roll-up rewrites a
 row to the values it admits by volume (:func:`rewrite`), replacing a slot's value with a
-check-and-put on that value, so a live admission racing it is never overwritten.
+check-and-put on the value it read there, so an admission racing it is never written over
+unseen, and the row stays within its cap throughout.
 
 Each value starts its search at a slot of its own (a hash of the value), so processes admitting
 different values rarely try the same slot, and two processes admitting the same new value at
@@ -17,7 +18,8 @@ exceeds the cap, and the next roll-up frees it.
 
 Value columns of the form before slots (``seen:<quoted value>``) are still read as admitted, and
 count against the cap: live admissions then use only the slots below the cap less their number,
-and the next roll-up moves the values it keeps into slots and deletes those columns.
+and the next roll-up moves the values it keeps into slots and deletes those columns (between
+its claims and that delete, the row may briefly hold both).
 """
 
 import zlib

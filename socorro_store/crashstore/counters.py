@@ -52,10 +52,11 @@ the processed crash has none, and moves a reprocessed crash's dimensioned counts
 
 Cardinality (:class:`Dimensions`): a value gets its own columns only once admitted in a registry
 row of ``crash_report_signatures_seen`` (``~dimensions/product``, ``~dimensions/os``,
-``~dimensions/version/<product>``).  The first :data:`DIMENSION_CAPS` values of each registry
-(100 products, 200 versions per product, 50 OS names) are admitted, for good; every later value
-counts under ``##other##``.  A crash with the field missing counts under ``##unknown##``.  Two
-processes admitting at the same moment may overshoot a cap by one value each; the bound stays.
+``~dimensions/version/<product>``), which holds at most :data:`DIMENSION_CAPS` values (100
+products, 200 versions per product, 50 OS names) however many processes admit at once: a value
+takes one of the row's slots with a check-and-put (:mod:`~socorro_store.crashstore.admission`).
+``rollup`` rewrites the rows by volume, leaving a tenth to values arriving between runs; a value
+with no room counts under ``##other##``, a crash with the field missing under ``##unknown##``.
 So 10,000 distinct versions of one product make at most 201 version columns per interval.
 
 First-seen detection (unique_crash_signatures): :func:`first_seen` keeps a marker per (interval,

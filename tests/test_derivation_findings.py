@@ -235,3 +235,30 @@ def test_minute_rows_whose_hour_row_went_first_still_expire(backend_url):
         assert report["kept_unmarked"] == 0
         minutes = [row for row, _cells in backend.scan(K.METRICS, start=b"2016-12-31T", stop=b"2016-12-31T\xff")]
         assert minutes == []
+
+
+def test_deleting_crashes_socorros_code_saved_takes_back_only_what_this_store_counted(backend_url):
+    """A crash Socorro's collector and processor saved, and one Socorro collected and this store
+    processed: a deletion takes back this store's counts only, so no cell Socorro's code never
+    incremented goes below zero (Socorro counted submissions in ``metrics``, never signatures)."""
+    from socorro_rows import BackendWriter, socorro_process, socorro_submit  # noqa: PLC0415
+
+    with open_store(backend_url, background_counters=False) as store:
+        store.create_tables()
+        writer = BackendWriter(store.backend)
+        theirs, ours_processed = crash_id("1"), crash_id("2")
+        socorro_submit(writer, theirs, BASE_TIME)
+        socorro_process(writer, theirs, BASE_TIME, "S::Socorro")
+        socorro_submit(writer, ours_processed, BASE_TIME + timedelta(seconds=1))
+        store.save_processed(processed(ours_processed, signature="S::Ours"))
+        store.flush_counters()
+        day_text = DAY.strftime("%Y-%m-%d")
+        submitted = store.get_metrics(day_text)["submitted_crash_reports"]
+        assert store.get_signature_counters("S::Ours")[f"daily_{day_text}"] == 1
+        store.delete_crashes([theirs, ours_processed])
+        store.flush_counters()
+        assert store.get_metrics(day_text)["submitted_crash_reports"] == submitted  # Socorro's own count
+        assert store.get_signature_counters("S::Ours")[f"daily_{day_text}"] == 0  # this store's, taken back
+        every_count = [n for row, _cells in store.backend.scan(K.SIGNATURES, columns=[b"counters"])
+                       for n in store.get_signature_counters(row.decode()).values()]
+        assert every_count and min(every_count) >= 0

@@ -81,7 +81,6 @@ def test_expire_crashes_finds_presalt_rows(presalt_store):
     assert report["crashes"] == 1
 
 
-@pytest.mark.xfail(strict=True, reason="deletion.delete_crashes deletes the salted crash row only (lead's file)")
 def test_deleting_a_crash_removes_its_presalt_row(presalt_store):
     """Privacy deletion, and so expire-crashes: no row naming the crash may remain."""
     from socorro_store.crashstore.deletion import delete_crashes  # noqa: PLC0415
@@ -90,7 +89,6 @@ def test_deleting_a_crash_removes_its_presalt_row(presalt_store):
     assert presalt_store.backend.get_row(K.CRASH_REPORTS, stored.presalt_crash_row_key(CRASH_ID)) == {}
 
 
-@pytest.mark.xfail(strict=True, reason="recount._cross_check reads the salted day prefixes only (lead's file)")
 def test_rollup_keeps_the_counters_of_a_presalt_crash(presalt_store):
     """The roll-up cannot count a crash whose row it cannot read through its pointer: its minute,
     hour and day keep Socorro's counters (as for a happybase crash with no pointer), not zero."""

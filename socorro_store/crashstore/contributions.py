@@ -1,4 +1,4 @@
-"""What one stored crash counts for: the counter increments its crash row accounts for.
+"""What one stored crash counts for: the counter increments this store's saves made for it.
 
 The live path counts a crash as it is saved (:func:`.counters.submit_increments` for the raw
 crash, :func:`.counters.signature_increments` and the processing errors for its first
@@ -21,15 +21,23 @@ COLUMNS = (b"flags", K.COL_SUBMITTED, K.COL_SIGNATURE, K.COL_META)
 def stored_counts(cells, amount=1):
     """The metrics and signature counter increments (times ``amount``: -1 takes them back) of a
     crash row's ``cells`` (at least :data:`COLUMNS`); none for a row without a readable
-    submitted time."""
+    submitted time.
+
+    Only what this store counted: the raw crash's counts when this store's collector saved it
+    (``flags:process_type``, which Socorro's collector never writes), the processed crash's when
+    this store's processor saved it (``flags:processing_error``).  Socorro's code counted its
+    own crashes in fewer cells (no signature counters, no dimensions): taking those back would
+    drive cells it never incremented below zero."""
     try:
         submitted = stored_time(cells[K.COL_SUBMITTED])
     except (KeyError, ValueError):
         return []
-    incs = [inc for inc in counters.submit_increments(submitted, stored_legacy(cells.get(K.COL_LEGACY)),
-                                                      stored_process_type(cells), cells)
-            if inc.row != K.QUEUE_ROW]
-    if stored_processed(cells):
+    incs = []
+    if K.COL_PROCESS_TYPE in cells:  # saved by this store's collector (Socorro's never writes it)
+        incs += [inc for inc in counters.submit_increments(submitted, stored_legacy(cells.get(K.COL_LEGACY)),
+                                                           stored_process_type(cells), cells)
+                 if inc.row != K.QUEUE_ROW]
+    if stored_processed(cells) and K.COL_PROCESSING_ERROR in cells:  # processed by this store
         signature = cells.get(K.COL_SIGNATURE, K.NULL_SIGNATURE.encode()).decode("utf-8", "surrogatepass")
         incs += counters.signature_increments(signature, submitted, cells=cells)
         if signature == K.NULL_SIGNATURE or stored_processing_error(cells):

@@ -42,6 +42,7 @@ from ..schema import keys as K
 from ..schema.crash_facts import process_type_of
 from ..schema.queue_keys import claim_cell, dead_letter_key
 from ..schema.stored import (
+    presalt_crash_row_key,
     socorro_hang_time_key,
     socorro_signature_key,
     stored_legacy,
@@ -71,11 +72,12 @@ def delete_crashes(backend, crash_ids, missing_ok=False, live_counters=None):
     crash_ids = unique_crash_ids(crash_ids)
     if not crash_ids:
         return []
-    rows = {K.crash_row_key(cid): cid for cid in crash_ids}
-    found = backend.get_rows(K.CRASH_REPORTS, list(rows), columns=_COLUMNS)
+    # our key and Socorro's pre-salt one (its 2013 client still read it): no row naming the crash stays
+    keys = {cid: (K.crash_row_key(cid), presalt_crash_row_key(cid)) for cid in crash_ids}
+    found = backend.get_rows(K.CRASH_REPORTS, [row for pair in keys.values() for row in pair], columns=_COLUMNS)
     present = {}
-    for row, crash_id in rows.items():
-        cells = found.get(row, {})
+    for crash_id, (row, presalt) in keys.items():
+        cells = found.get(row) if K.COL_SUBMITTED in found.get(row, {}) else found.get(presalt, {})
         if K.COL_SUBMITTED in cells:
             present[crash_id] = cells
         elif not missing_ok:
@@ -83,7 +85,8 @@ def delete_crashes(backend, crash_ids, missing_ok=False, live_counters=None):
     if not present:
         return []
     dequeued = _dequeue(backend, present)
-    backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cid), delete_row=True) for cid in present])
+    backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(row, delete_row=True) for cid in present for row in keys[cid]
+                                          if row in found])
     if live_counters is not None:  # the rows are gone: what they counted goes with them
         live_counters.send([inc for cells in present.values() for inc in stored_counts(cells, -1)])
     deletes = {table: [] for table in _TIME_INDEXES + (K.SIGNATURE_OOID,)}

@@ -19,6 +19,7 @@ from socorro_store.schema import keys as K
 
 DAY = BASE_TIME.replace(hour=0, minute=0, second=0, microsecond=0)
 CAP = dimensions.DIMENSION_CAPS["product"]
+#: the kinds 8 processes race on (every kind runs the one-process races below)
 KINDS = ["embedded", "gateway-buffered-binary", "gateway-framed-compact"]
 PROCESSES = 8
 PRODUCT_ROW = DK.registry_row("product")
@@ -81,7 +82,6 @@ def test_eight_processes_saving_junk_products_hold_the_registry_to_its_cap(backe
         assert len(_registry_cells(store.backend)) == CAP and len(admitted) == CAP and "Firefox" in admitted
 
 
-@pytest.mark.parametrize("backend_kind", KINDS)
 def test_views_read_before_each_others_admissions_share_one_cap(backend):
     """Two processes' views of the registry, each read while it was empty: together they admit
     the cap, not a cap each."""
@@ -98,7 +98,6 @@ def test_views_read_before_each_others_admissions_share_one_cap(backend):
     assert first.value(backend, "product", "b-0") == "b-0" and len(_registry_cells(backend)) == 5
 
 
-@pytest.mark.parametrize("backend_kind", KINDS)
 def test_a_rollup_rewrite_racing_live_admissions_keeps_the_cap(backend, monkeypatch):
     """Live processes admit while the roll-up rewrites the registry (after its read, before its
     writes): none of them is overwritten past the cap, and the roll-up's values all get in."""

@@ -2,8 +2,9 @@
 counted under their own name, and which as ``##other##``.
 
 The registry (rows ``~dimensions/product``, ``~dimensions/os`` and ``~dimensions/version/<product>``
-of ``crash_report_signatures_seen``, one ``seen:<value>`` column per admitted value) holds at
-most :data:`DIMENSION_CAPS` values per row.  Who decides what it holds:
+of ``crash_report_signatures_seen``, one slot ``seen:/<i>`` per admitted value, ``i`` below the
+cap: :mod:`.admission`) holds at most :data:`DIMENSION_CAPS` values per row.  Who decides what it
+holds:
 
 * **Volume, by ``rollup``** (:mod:`socorro_store.jobs.registry`): each run ranks the values by
   their crashes over the last :data:`~socorro_store.jobs.registry.WINDOW_DAYS` days and
@@ -50,7 +51,7 @@ class Dimensions:
     def __init__(self, caps=None, refresh_s=REFRESH_S, clock=time.monotonic):
         self.caps = dict(DIMENSION_CAPS if caps is None else caps)
         self.refresh_s, self._clock = refresh_s, clock
-        self._rows = {}  # registry row -> (read at, set of admitted columns)
+        self._rows = {}  # registry row -> (read at, admission.RegistryRow)
         self._keys, self._keys_since = {}, clock()
         self._lock = threading.Lock()
 

@@ -73,22 +73,24 @@ def test_a_processed_group_costs_its_checks_and_one_call_per_table(store):
     assert all(store.get_processed(cid)["signature"] == f"sig{i}" for i, cid in enumerate(ids))
     state = store.get_processing_state(ids[0])
     assert state["processed"]
-    # The pointers this store's collector wrote are dequeued by the N -> Y check that counts
-    # the crash; only Socorro's 19-character form (BASE_TIME is a whole second) is checked
-    # pointer by pointer, as another writer (Socorro's new_crashes) may have taken it.
+    # The standard pointer this store's collector wrote is dequeued by the N -> Y check that
+    # counts the crash; Socorro's 19-character form (BASE_TIME is a whole second) is checked
+    # pointer by pointer, as another writer (Socorro's new_crashes) may have taken it, and so is
+    # every legacy pointer, ours included (Socorro's new_crashes takes those).
     foreign = sum(len(time_index_key_forms(cid, BASE_TIME)) - 1 for cid in ids)
     assert foreign == GROUP
+    own_legacy = GROUP
     if backend.atomic_check_and_put:
         # the first-processing check writes the row and proves it exists, then the two queues'
-        # foreign pointer takes: three batches of checks
+        # pointer takes: three batches of checks
         if "check_and_put_many" in spent:  # one call per batch (the embedded engine)
             assert spent["check_and_put_many"] == 3
         else:  # one call per item (Bigtable)
-            assert spent["check_and_put"] == GROUP + 2 * foreign
+            assert spent["check_and_put"] == GROUP + 2 * foreign + own_legacy
     else:
-        # per crash: the crash row (existence), flags:processed N -> Y, and the foreign key form
-        # of its pointer in the two queues
-        assert spent["check_and_put"] == 2 * GROUP + 2 * foreign
+        # per crash: the crash row (existence), flags:processed N -> Y, the foreign key form of
+        # its pointer in the two queues, and its own legacy pointer
+        assert spent["check_and_put"] == 2 * GROUP + 2 * foreign + own_legacy
         # the signature pointers, the crash rows' follow-up cells (one call for the group, not
         # one per crash), and the clean-up's three tables
         assert spent["mutate_rows"] == 1 + 1 + 3

@@ -265,3 +265,50 @@ def _without_base(cells):
     """A top row's cells less its slack base (written when the day changed before its rollup:
     the crashes here are of a day long over)."""
     return {c: v for c, v in cells.items() if c not in RK.BASE_COLUMNS}
+
+
+def _late_changes(backend, rng, days, rolled):
+    """Random changes to rolled-up days, as the live counters write them: moves between
+    signatures (reprocessing), a backlog of a new signature, deletions; the ranking cells and the
+    day's slack row in one increment call.  Counts never go below zero, as crashes cannot."""
+    from socorro_store.backends import Increment  # noqa: PLC0415
+    from socorro_store.crashstore import counters  # noqa: PLC0415
+
+    increments = []
+    for day in sorted(rolled):
+        counts = days[day]
+        for _ in range(rng.randrange(0, 6)):
+            kind = rng.choice(["move", "backlog", "delete"])
+            names = sorted(n for n, c in counts.items() if c > 0)
+            if kind == "backlog" or not names:
+                name, amount = f"late{rng.randrange(5)}", rng.choice([1, 5, 40, 400])
+                moves = [(name, amount)]
+            else:
+                source = rng.choice(names)
+                amount = rng.randrange(1, counts[source] + 1)
+                moves = [(source, -amount)] + ([(rng.choice(names + ["moved"]), amount)] if kind == "move" else [])
+            for name, amount in moves:
+                counts[name] = counts.get(name, 0) + amount
+                increments.append(Increment(K.SIGNATURES_SEEN, RK.rank_row(day), RK.rank_column(K.signature_row(name)),
+                                            amount))
+    increments = counters.coalesce(increments)
+    if increments:
+        backend.increment_many(increments + counters.slack_increments(increments))
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_late_changes_to_rolled_up_days_keep_the_report_exact(backend, seed):
+    """After the head and top rows are written, crashes of those days are reprocessed, processed
+    late or deleted (the slack rows record it): the report is still the full rows' report."""
+    rng = random.Random(1000 + seed)
+    length = rng.choice([1, 2, 3, 7])
+    now_days, then_days = _periods(length)
+    days = {day: (_skewed if rng.random() < 0.7 else _flat)(rng, i) for i, day in enumerate(then_days + now_days)}
+    open_days = {now_days[-1]} if rng.random() < 0.5 else set()
+    k = rng.choice([5, 10, 25, 60])
+    rolled = set(days) - open_days
+    _write_days(backend, days, k=k, rolled=rolled, head_k=rng.choice([None, 2, k // 2]))
+    _late_changes(backend, rng, days, rolled)
+    expected = _full(backend, now_days, then_days)
+    assert rankings.read_top(backend, [now_days, then_days], limit=LIMIT) == expected
+    assert expected[1] == sum(n for day in now_days for n in days[day].values() if n > 0)

@@ -34,8 +34,11 @@ def _spill_exact_rankings(spilled, day, admission):
 def read_day_slack(backend, day):
     """``{ranking key or None: (added, taken, net)}``: the slack rows of ``day`` (a date) now.
 
-    Read before the day is recounted: a head or top row records it as its base, so a change the
-    recount may or may not have seen widens the row's bounds (never narrows them)."""
+    Read before the day is recounted, and again after: a head or top row records the first as
+    its base, and is written only for a key whose slack did not move during the recount (a
+    change the recount may or may not have seen would make its total wrong).  The keys whose
+    slack moved get no head or top row, so their reports read the full rows until the next
+    rollup."""
     first = RK.slack_row(day)
     return {RK.parse_slack_row(row)[1]: RK.parse_slack_cells(cells)
             for row, cells in backend.scan(K.SIGNATURES_SEEN, start=first, stop=first + DK.SEPARATOR + b"\xff")}
@@ -44,9 +47,13 @@ def read_day_slack(backend, day):
 def fix_day_rankings(backend, corrector, spilled, day, admission, slack=None):
     """Make the ranking rows of ``day`` (a date, closed and recounted into ``spilled``) exact,
     and write their head and top rows (:class:`TopRowWriter`), each with its base ``slack``
-    (:func:`read_day_slack`, read before the recount)."""
+    (:func:`read_day_slack`, read before the recount; compared here with the slack now)."""
     _spill_exact_rankings(spilled, day, admission)
-    tops = TopRowWriter(backend, day, slack)
+    moved = set()
+    if slack is not None:
+        now = read_day_slack(backend, day)
+        moved = {key for key in set(slack) | set(now) if slack.get(key) != now.get(key)}
+    tops = TopRowWriter(backend, day, slack, skip=moved)
     first = RK.rank_row(day)
     for row, cells in backend.scan(K.SIGNATURES_SEEN, start=first, stop=first + DK.SEPARATOR + b"\xff",
                                    page_size=4):
@@ -72,13 +79,16 @@ class TopRowWriter:
 
     CHUNK = 32
 
-    def __init__(self, backend, day, slack=None):
-        self.backend, self.day, self.slack = backend, day, slack or {}
+    def __init__(self, backend, day, slack=None, skip=()):
+        self.backend, self.day, self.slack, self.skip = backend, day, slack or {}, set(skip)
         self._pending, self._written = {}, set()
 
     def add(self, row, counts):
-        """The exact ``counts`` ({signature row: n}) of ranking row ``row``."""
+        """The exact ``counts`` ({signature row: n}) of ranking row ``row`` (nothing for a key
+        in ``skip``: its head and top rows go, with the stale ones, at :meth:`finish`)."""
         key = RK.parse_rank_row(row)[1]
+        if key in self.skip:
+            return
         slack = self.slack.get(key, (0, 0, 0))
         base = RK.base_cells(slack) if any(slack) else {}
         for head, k in ((True, RK.HEAD_K), (False, RK.TOP_K)):

@@ -301,3 +301,31 @@ def test_a_day_changed_while_rollup_recounts_it_gets_no_head_rows_and_stays_exac
         rollup.run_rollup(store.backend, until=NEXT_DAY, grace_s=0)
         assert store.backend.get_row(K.SIGNATURES_SEEN, RK.top_row(day, head=True)) != {}
         assert _top(store, day) == ([("A", 3), ("B", 3), ("C", 2)], 9)
+
+
+class RefusingIncrements:
+    """A backend whose counter calls fail with an error that is no outage."""
+
+    def __init__(self, backend):
+        self._backend = backend
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def increment_many(self, increments):
+        from socorro_store.errors import NotACounter  # noqa: PLC0415
+
+        raise NotACounter("not 8 bytes")
+
+
+def test_a_deletion_without_live_counters_survives_any_error_of_its_queue_counters(backend_url):
+    """Retention deletes with no live counters and moves the queue counters itself: an error
+    other than an outage there must not raise after the crashes are gone (it only caught
+    BackendError and BackendUnavailable, as the counter sender did)."""
+    from socorro_store.crashstore import deletion  # noqa: PLC0415
+
+    with open_store(backend_url, background_counters=False) as store:
+        store.create_tables()
+        ids = _save(store, 2, legacy_processing=0)
+        assert sorted(deletion.delete_crashes(RefusingIncrements(store.backend), ids)) == sorted(ids)
+        assert store.backend.get_rows(K.CRASH_REPORTS, [K.crash_row_key(cid) for cid in ids]) == {}

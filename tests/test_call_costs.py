@@ -73,24 +73,22 @@ def test_a_processed_group_costs_its_checks_and_one_call_per_table(store):
     assert all(store.get_processed(cid)["signature"] == f"sig{i}" for i, cid in enumerate(ids))
     state = store.get_processing_state(ids[0])
     assert state["processed"]
-    # The standard pointer this store's collector wrote is dequeued by the N -> Y check that
-    # counts the crash; Socorro's 19-character form (BASE_TIME is a whole second) is checked
-    # pointer by pointer, as another writer (Socorro's new_crashes) may have taken it, and so is
-    # every legacy pointer, ours included (Socorro's new_crashes takes those).
+    # The pointers this store's collector wrote are dequeued by the N -> Y check that counts
+    # the crash; only Socorro's 19-character form (BASE_TIME is a whole second) is checked
+    # pointer by pointer, as another writer (Socorro's new_crashes) may have taken it.
     foreign = sum(len(time_index_key_forms(cid, BASE_TIME)) - 1 for cid in ids)
     assert foreign == GROUP
-    own_legacy = GROUP
     if backend.atomic_check_and_put:
         # the first-processing check writes the row and proves it exists, then the two queues'
-        # pointer takes: three batches of checks
+        # foreign pointer takes: three batches of checks
         if "check_and_put_many" in spent:  # one call per batch (the embedded engine)
             assert spent["check_and_put_many"] == 3
         else:  # one call per item (Bigtable)
-            assert spent["check_and_put"] == GROUP + 2 * foreign + own_legacy
+            assert spent["check_and_put"] == GROUP + 2 * foreign
     else:
-        # per crash: the crash row (existence), flags:processed N -> Y, the foreign key form of
-        # its pointer in the two queues, and its own legacy pointer
-        assert spent["check_and_put"] == 2 * GROUP + 2 * foreign + own_legacy
+        # per crash: the crash row (existence), flags:processed N -> Y, and the foreign key form
+        # of its pointer in the two queues
+        assert spent["check_and_put"] == 2 * GROUP + 2 * foreign
         # the signature pointers, the crash rows' follow-up cells (one call for the group, not
         # one per crash), and the clean-up's three tables
         assert spent["mutate_rows"] == 1 + 1 + 3
@@ -100,11 +98,9 @@ def test_a_processed_group_costs_its_checks_and_one_call_per_table(store):
     assert (sizes["standard"], sizes["legacy"], sizes["processed_legacy"]) == (0, 0, GROUP)
 
 def test_own_crashes_are_dequeued_by_their_first_processing_check(store):
-    """Crashes this store collected, at a time with a fraction (one key form), in the legacy
-    queue: no check of the standard pointer, one check-and-put a crash where it is atomic, two on
-    Thrift1 (the crash row's existence and its N -> Y, sent at once), plus the take of its legacy
-    pointer (Socorro's processors take those: counted only if taken here); the queue counters
-    still move exactly once."""
+    """Crashes this store collected, at a time with a fraction (one key form): no pointer check
+    at all, one check-and-put a crash where it is atomic, two on Thrift1 (the crash row's
+    existence and its N -> Y, sent at once); the queue counters still move exactly once."""
     store = _inline(store)
     backend = store.backend
     submitted = BASE_TIME.replace(microsecond=123456)
@@ -113,9 +109,9 @@ def test_own_crashes_are_dequeued_by_their_first_processing_check(store):
     _none, spent = _spent(backend, lambda: store.save_processed_crashes([processed(cid) for cid in ids]))
     checks = spent["check_and_put_many"] if "check_and_put_many" in spent else spent["check_and_put"]
     if backend.atomic_check_and_put:
-        assert checks == (2 if "check_and_put_many" in spent else 2 * GROUP)
+        assert checks == (1 if "check_and_put_many" in spent else GROUP)
     else:
-        assert checks == 3 * GROUP
+        assert checks == 2 * GROUP
     for cid in ids:  # a second save of each (a retry) checks nothing but its own crash row
         store.save_processed(processed(cid))
     store.flush_counters()

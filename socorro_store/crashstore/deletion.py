@@ -23,8 +23,8 @@ counts stay).
 What moves: the queue sizes (``crash_report_queues``) of a crash deleted while queued, as a save
 moves them, decided by the same checks so that a deletion racing a save moves them once
 (:func:`_dequeue`): this store's own standard pointer by the crash row's ``flags:processed``
-N -> Y (whoever wins it, save or deletion, dequeues it), any other pointer (the legacy one,
-which Socorro's processors take, included) by its own check, a
+N -> Y (whoever wins it, save or deletion, dequeues it; its legacy pointer too, except beside
+Socorro's code, whose processors take those), any other pointer by its own check, a
 pending priority request by its flag's stamp -> empty.  Else ``queue_sizes()`` would show the
 crash queued until ``reconcile-queue``, and every empty poll would scan.
 
@@ -52,7 +52,7 @@ from ..schema.stored import (
 from . import counters
 from .contributions import stored_counts
 from .crashes import unique_crash_ids
-from .states import queue_pointer_forms
+from .states import queue_pointer_forms, socorro_takes_legacy
 
 _log = logging.getLogger("socorro_store")
 
@@ -140,18 +140,20 @@ def _dequeue(backend, present):
     """The queue counter increments of the crashes of ``present`` (``{crash id: cells}``) that this
     deletion takes off their queues, each decided by an atomic check (see the module docstring)."""
     checks, takes = [], {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: []}
+    beside = any(stored_legacy(cells.get(K.COL_LEGACY)) == 0 for cells in present.values()) and \
+        socorro_takes_legacy(backend)
     for crash_id, cells in present.items():
         row, submitted = K.crash_row_key(crash_id), stored_time(cells[K.COL_SUBMITTED])
         legacy = stored_legacy(cells.get(K.COL_LEGACY)) == 0
         own, others = queue_pointer_forms(crash_id, submitted, K.COL_PROCESS_TYPE in cells)
         if cells.get(K.COL_PROCESSED) == b"N":
             if own is not None:
-                checks.append(((row, K.COL_PROCESSED, b"N", {K.COL_PROCESSED: b"Y"}),
-                               counters.queue_increments(deletes_unprocessed=1)))
+                checks.append(((row, K.COL_PROCESSED, b"N", {K.COL_PROCESSED: b"Y"}), counters.queue_increments(
+                    deletes_unprocessed=1, deletes_unprocessed_legacy=int(legacy and not beside))))
             for form in others:
                 takes[K.UNPROCESSED_FLAG].append((form, K.COL_OOID, crash_id.encode("ascii"), {K.COL_OOID: b""}))
-            if legacy:  # Socorro's processors may have taken it: counted only if taken here
-                for form in ([own] if own is not None else []) + others:
+            if legacy:  # beside Socorro's processors ours may be taken too: counted only if taken here
+                for form in ([own] if own is not None and beside else []) + others:
                     takes[K.LEGACY_UNPROCESSED_FLAG].append((form, K.COL_OOID, crash_id.encode("ascii"),
                                                              {K.COL_OOID: b""}))
         if cells.get(K.COL_PRIORITY):

@@ -15,18 +15,20 @@ save whose check-and-put applies sends it:
   -1 and the new one's +1, dimensioned columns included; ``flags:processing_error`` old -> new:
   the processing errors +-1): only the save whose check applies moves them, so two processors
   saving one reprocessed crash (a priority lease taken over) move its counts once;
-* the standard queue pointer this store's collector wrote (our key form, of a crash row holding
+* the queue pointers this store's collector wrote (our key form, of a crash row holding
   ``flags:process_type``, which Socorro's collector never writes): dequeued by the first
-  processing, so ``deletes_unprocessed`` goes with the N -> Y check that counts the crash, and
-  the pointer is deleted with the clean-up.  That collector counted it once
-  (``inserts_unprocessed``) and exactly one save wins the N -> Y, so the counter stays equal to
-  the pointers with no check of its own: no other writer takes it;
-* any other pointer (the legacy pointer, which Socorro's ``new_crashes()`` takes; Socorro's key
-  forms; a crash Socorro's collector wrote): taken by a check of its own (``ids:ooid``
-  <crash id> -> empty, on the pointer row), and counted only by the save that took it: one
-  Socorro's ``new_crashes()`` already deleted, or another save took, is not counted again.  So
-  a counter moves only for a pointer this save really took, and after ``reconcile-queue`` set
-  the counters to the pointers there are, they stay equal to them.
+  processing, so ``deletes_unprocessed`` (and ``deletes_unprocessed_legacy``) go with the N -> Y
+  check that counts the crash, and the pointers are deleted with the clean-up.  That collector
+  counted them once (``inserts_*``) and exactly one save wins the N -> Y, so the counters stay
+  equal to the pointers with no check of their own.  Except the legacy pointer where Socorro's
+  own code runs beside this store (:func:`~.states.socorro_takes_legacy`): Socorro's
+  ``new_crashes()`` takes legacy pointers, ours included, so there it is taken by its own check
+  like the next kind;
+* any other pointer (Socorro's key forms, a crash Socorro's collector wrote): taken by a check
+  of its own (``ids:ooid`` <crash id> -> empty, on the pointer row), and counted only by the
+  save that took it: one Socorro's ``new_crashes()`` already deleted, or another save took, is
+  not counted again.  So a counter moves only for a pointer this store dequeued, and after
+  ``reconcile-queue`` set the counters to the pointers there are, they stay equal to them.
 
 A save that loses a check counted nothing for it: another save of the same crash did.  (Two
 processors that give one crash different signatures leave it counted under the first one to
@@ -49,7 +51,7 @@ Write order, each step one round trip on the critical path (its calls go out at 
    two checks stay apart there;
 3. once the row is written, the transitions above (one ``check_and_put_many``) and, beside them,
    the pointer checks of pointers another writer may take (both queue tables at once; for a
-   crash this store collected, only its legacy pointer).  The transitions never go beside the row: one that applied
+   crash this store collected, only its legacy pointer, and only beside Socorro's code).  The transitions never go beside the row: one that applied
    while the row's write failed would leave the crash flagged processed (or its signature
    moved) with no processed data, and the retry would find the flag set and count nothing.  A
    pointer taken before the row would leave a crash out of the queue unprocessed;
@@ -62,9 +64,8 @@ Write order, each step one round trip on the critical path (its calls go out at 
    every save of the crash; the counts are decided before them, so their failure loses none.
 
 So a first processing of a crash this store collected costs, per group, four round trips on
-Thrift1 (three where the check-and-put is atomic and no crash of the group is in the legacy
-queue: step 3 has nothing to send), and two check-and-puts per crash (one, plus one for a
-legacy pointer).
+Thrift1 (three where the check-and-put is atomic: step 3 has nothing to send), and two
+check-and-puts per crash (one); beside Socorro's code, one more for a legacy crash.
 
 Upgrading: a save by an older version of this library takes our-form pointers by their own
 check, which a save by this version no longer empties; with both versions processing one
@@ -82,7 +83,7 @@ from ..schema.queue_keys import dead_letter_key
 from ..schema.stored import time_index_key_forms
 from . import counters
 from .queue import claims_done_mutations, put_if_crash_exists
-from .states import COL_DEAD_LETTERED, queue_pointer_forms, read_states
+from .states import COL_DEAD_LETTERED, queue_pointer_forms, read_states, socorro_takes_legacy
 
 FLAG_UNPROCESSED = b"N"
 
@@ -114,7 +115,7 @@ def write_processed(backend, crashes, live_counters, held=None):
 class Plan:
     """What saving one crash over its (possibly stale) state writes and may count (no I/O)."""
 
-    def __init__(self, crash, state):
+    def __init__(self, crash, state, socorro_beside=False):
         self.crash, self.state = crash, state
         submitted = state["submitted"]
         row = K.crash_row_key(crash.crash_id)
@@ -139,15 +140,18 @@ class Plan:
                 self.cleanup[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
         for form in others:  # a pointer another writer may take: taken by its own check
             self.takes[K.UNPROCESSED_FLAG].append(form)
-        if legacy:  # Socorro's processors take legacy pointers of every form, ours included
-            self.takes[K.LEGACY_UNPROCESSED_FLAG] += ([own_form] if own_form is not None else []) + others
+        if legacy:
+            self.takes[K.LEGACY_UNPROCESSED_FLAG] += others
+            if own_form is not None and socorro_beside:  # Socorro's processors take ours too
+                self.takes[K.LEGACY_UNPROCESSED_FLAG].append(own_form)
         # Whatever the state said: a dead-lettering may have happened since it was read.
         self.cleanup[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash.crash_id), delete_row=True))
         row_deletes = [COL_DEAD_LETTERED]
         if not state["processed"]:
             first = counters.queue_increments(inserts_processed_legacy=int(legacy))
-            if own_form is not None:  # the pointer this store's collector counted, dequeued once
-                first += counters.queue_increments(deletes_unprocessed=1)
+            if own_form is not None:  # the pointers this store's collector counted, dequeued once
+                first += counters.queue_increments(deletes_unprocessed=1,
+                                                   deletes_unprocessed_legacy=int(legacy and not socorro_beside))
             first += counters.signature_increments(crash.signature, submitted, cells=dimension_cells)
             if crash.error:
                 first += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS])
@@ -194,7 +198,8 @@ def _write_processed(backend, crashes, live_counters, known):
     unknown = [c.crash_id for c in crashes if c.crash_id not in states]
     if unknown:
         states.update(read_states(backend, unknown))
-    plans = [Plan(crash, states[crash.crash_id]) for crash in crashes]
+    beside = any(state["legacy"] == 0 for state in states.values()) and socorro_takes_legacy(backend)
+    plans = [Plan(crash, states[crash.crash_id], beside) for crash in crashes]
     backend.mutate_rows(K.SIGNATURE_OOID, [p.sig_put for p in plans])  # the pointer first
     written = _write_first_processings(backend, plans, live_counters) if backend.atomic_check_and_put else set()
     increments, fresh, failed, deleted = [], [], None, []

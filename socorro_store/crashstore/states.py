@@ -4,10 +4,14 @@ Shared by the queue (a take reads it while checking the crash row exists, and ke
 save) and by :mod:`crashes` (saving, reprocessing requests, ``get_processing_state``).
 """
 
+import threading
+import time
+import weakref
+
 from ..errors import CrashIDNotFound
 from ..schema import keys as K
 from ..schema.crash_facts import COL_PRODUCT, COL_VERSION
-from ..schema.stored import stored_legacy, stored_processed, stored_time, time_index_key_forms
+from ..schema.stored import SOCORRO_QUEUE_ROW, stored_legacy, stored_processed, stored_time, time_index_key_forms
 
 #: ``flags:dead_lettered``: the failed attempts of a crash the queue stopped handing out (our
 #: addition; see :mod:`socorro_store.schema.queue_keys`).
@@ -59,3 +63,29 @@ def read_states(backend, crash_ids):
     rows = {K.crash_row_key(cid): cid for cid in crash_ids}
     found = backend.get_rows(K.CRASH_REPORTS, list(rows), columns=STATE_COLUMNS)
     return {crash_id: crash_state(found.get(row, {}), crash_id) for row, crash_id in rows.items()}
+
+
+#: Socorro's legacy queue counter: its collectors and processors move it, and nothing else does
+COL_SOCORRO_LEGACY_SIZE = b"counters:current_legacy_unprocessed_size"
+#: how long a process trusts what it read of whether Socorro's processors run beside it
+SOCORRO_BESIDE_REFRESH_S = 60.0
+_socorro_beside = weakref.WeakKeyDictionary()  # backend -> (read at, answer)
+_socorro_beside_lock = threading.Lock()
+
+
+def socorro_takes_legacy(backend, now=time.monotonic):
+    """Whether Socorro's own code runs on this store's tables: its legacy queue counter exists.
+
+    Socorro's processors take (delete) legacy pointers, this store's included, so where they run
+    a save counts a legacy dequeue only for a pointer it took by its own check; where they never
+    ran, the first-processing check decides it, at no call of its own.  Read once a minute per
+    backend: Socorro's code starting beside a running store is seen within that time (until
+    then, a legacy pointer it took is counted twice, until ``reconcile-queue``)."""
+    with _socorro_beside_lock:
+        found = _socorro_beside.get(backend)
+    if found is None or now() - found[0] > SOCORRO_BESIDE_REFRESH_S:
+        cells = backend.get_row(K.METRICS, SOCORRO_QUEUE_ROW, columns=[COL_SOCORRO_LEGACY_SIZE])
+        found = (now(), COL_SOCORRO_LEGACY_SIZE in cells)
+        with _socorro_beside_lock:
+            _socorro_beside[backend] = found
+    return found[1]

@@ -135,3 +135,29 @@ class CrashConflict(SocorroStoreError):
     A collector retry of the same crash is not a conflict: see :meth:`CrashStore.save_raw_crash`.
     Nothing is written.
     """
+
+
+class SearchParameterError(InvalidArgument):
+    """A Super Search parameter is refused (an unknown field or column, a bad operator or value,
+    a limit passed).  ``parameter`` names it, as the API's 400 does.  Nothing is searched."""
+
+    def __init__(self, parameter, message):
+        super().__init__(f"{parameter}: {message}")
+        self.parameter, self.problem = parameter, message
+
+
+class ProtectedField(SocorroStoreError, PermissionError):
+    """A search names a protected field (a filter, column, facet or sort) where only public ones
+    may be used (the web view without ``--unredacted``).  ``field`` names it; the API answers 403."""
+
+    def __init__(self, field, parameter=None):
+        super().__init__(f"{field} is a protected field" + (f" (in {parameter})" if parameter else ""))
+        self.field, self.parameter = field, parameter
+
+
+class SearchNotConfigured(SocorroStoreError, LookupError):
+    """The store has no search engine (no ``search_url``, and not an embedded store)."""
+
+
+class SearchUnavailable(BackendUnavailable):
+    """The search engine could not be reached; the crash store itself is unaffected."""

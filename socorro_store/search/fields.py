@@ -1,0 +1,167 @@
+"""The fields Super Search knows: their names, types, where each comes from, and who may see it.
+
+Names are Socorro's Super Search names (``platform`` is the processed crash's ``os_name``).  Each
+field has one type, which fixes the operators it takes and how it matches:
+
+* ``keyword``: matched whole and case-sensitive (``=``, no operator, ``~ ^ $ @``);
+* ``text``: like ``keyword`` for ``= ~ ^ $ @`` (the whole value, case-sensitive), but a value
+  with no operator is *analyzed*: see :func:`analyze`;
+* ``integer``: whole numbers, ``=``/no operator and ``> >= < <=``;
+* ``date``: an instant, ``> >= < <=`` only;
+* ``boolean``: ``__true__`` only.
+
+Every type takes ``__null__`` (the field is missing), and ``!`` negates any operator.
+
+``public`` comes from Socorro's schema permissions, as the pages' allowlist
+(``web/public_fields.json``, built from Socorro's schemas by ``tools/schemas/build_public_fields.py``)
+records them: a field is public when its processed-crash key is listed there.  A protected field
+can be searched, faceted, sorted and returned only by trusted callers (``web --unredacted``, the
+library); anywhere else it is refused (:class:`~socorro_store.errors.ProtectedField`).
+"""
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+TYPES = ("keyword", "text", "integer", "date", "boolean")
+
+#: Socorro's processed-crash permissions, as the web view's allowlist keeps them (data, not code:
+#: read by path so that this layer does not import the web view).
+_PUBLIC_FIELDS_FILE = Path(__file__).resolve().parent.parent / "web" / "public_fields.json"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One searchable field.
+
+    ``source``: the processed crash's key the value is read from.  ``public``: whether anyone
+    may search or see it (see the module docstring).  ``description``: one line for the field
+    list (``search fields``, ``/api/SuperSearchFields/``).
+    """
+
+    name: str
+    type: str
+    source: str
+    public: bool
+    description: str
+
+    @property
+    def is_range(self):
+        """Whether ``> >= < <=`` apply (numbers and dates)."""
+        return self.type in ("integer", "date")
+
+    @property
+    def is_string(self):
+        return self.type in ("keyword", "text")
+
+
+def _public_sources():
+    with open(_PUBLIC_FIELDS_FILE, encoding="utf-8") as f:
+        return set(json.load(f)["processed_crash"])
+
+
+# (name, type, processed-crash key, description)
+_FIELDS = (
+    ("uuid", "keyword", "uuid", "The crash id."),
+    ("date", "date", "date_processed", "When the crash was submitted (the collector's time)."),
+    ("signature", "text", "signature", "The crash's signature."),
+    ("product", "keyword", "product", "The product name (Firefox, Fenix, ...)."),
+    ("version", "keyword", "version", "The product version."),
+    ("release_channel", "keyword", "release_channel", "The release channel (release, beta, nightly, ...)."),
+    ("platform", "keyword", "os_name", "The operating system's name."),
+    ("platform_version", "keyword", "os_version", "The operating system's version."),
+    ("process_type", "keyword", "process_type", "The crashing process's type (parent, content, gpu, ...)."),
+    ("build_id", "integer", "build", "The product's build id (YYYYMMDDhhmmss)."),
+    ("cpu_arch", "keyword", "cpu_arch", "The CPU architecture (x86, amd64, arm64, ...)."),
+    ("reason", "keyword", "reason", "The crash reason (the exception or signal)."),
+    ("address", "keyword", "address", "The crashing address."),
+    ("moz_crash_reason", "text", "moz_crash_reason", "The MOZ_CRASH reason."),
+    ("uptime", "integer", "uptime", "Seconds the process ran before crashing."),
+    ("install_age", "integer", "install_age", "Seconds since the build was installed."),
+    ("startup_crash", "boolean", "startup_crash", "Whether the crash happened during startup."),
+    ("plugin_filename", "keyword", "plugin_filename", "The file name of the crashing plugin."),
+    ("hang_type", "integer", "hang_type", "1: a hang, -1: a hang's other side, 0: a crash."),
+    ("app_notes", "text", "app_notes", "The application's notes (graphics adapter, ...)."),
+    ("email", "keyword", "email", "The reporter's email address."),
+    ("url", "keyword", "url", "The URL the reporter was visiting."),
+    ("user_comments", "text", "user_comments", "The reporter's comments."),
+)
+
+
+def _build():
+    public = _public_sources()
+    return {name: Field(name, type_, source, source in public, description)
+            for name, type_, source, description in _FIELDS}
+
+
+#: every field by name, in the order of the field list
+FIELDS = _build()
+
+#: the ``_columns`` of a search that names none (Socorro's default)
+DEFAULT_COLUMNS = ("uuid", "date", "signature", "product", "version")
+
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def analyze(text):
+    """The tokens a ``text`` field's value (or a no-operator query value on one) is split into.
+
+    Maximal runs of Unicode letters and digits, lowercased: ``"OOM | small"`` gives
+    ``["oom", "small"]``, ``"js::RunScript"`` gives ``["js", "runscript"]``.  A no-operator
+    filter on a text field matches a crash whose value shares *at least one* token with the
+    filter's value (Elasticsearch's ``match`` query, whose default operator is OR); a filter
+    value with no token matches nothing.  An engine speaking Elasticsearch's DSL gets the same
+    tokens from a pattern tokenizer on ``[^\\p{L}\\p{N}]+`` with a lowercase filter.
+    """
+    return [token.lower() for token in _TOKEN.findall(text)]
+
+
+def document_of(processed_crash):
+    """The search document of a processed crash: ``{field name: value}``, missing fields left out.
+
+    Values are checked against their field's type; a value of the wrong type (a processor's
+    bug, or Socorro's older documents) is left out rather than indexed wrongly: a string field
+    keeps strings, an integer field integers (a numeric string such as a ``build`` of
+    ``"20261120093000"`` is converted), a boolean field booleans (Socorro's ``"1"``/``"0"`` and
+    1/0 too), a date field an ISO 8601 string with a time zone (naive times are UTC), kept as
+    that string's UTC form ``YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00``.
+    """
+    doc = {}
+    for field in FIELDS.values():
+        value = _typed(field, processed_crash.get(field.source))
+        if value is not None:
+            doc[field.name] = value
+    return doc
+
+
+def _typed(field, value):
+    from datetime import datetime, timezone
+
+    if value is None:
+        return None
+    if field.is_string:
+        return value if isinstance(value, str) else None
+    if field.type == "integer":
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit():
+            return int(value)
+        return None
+    if field.type == "boolean":
+        if isinstance(value, bool):
+            return value
+        return {"1": True, "0": False, 1: True, 0: False, "true": True, "false": False}.get(value)
+    if field.type == "date":
+        if not isinstance(value, str):
+            return None
+        try:
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        return when.astimezone(timezone.utc).isoformat()
+    return None

@@ -1,0 +1,349 @@
+"""The embedded search engine: Super Search on one SQLite file (stdlib ``sqlite3``).
+
+``EmbeddedSearch(path)`` keeps its documents in the file at ``path`` (created 0600 with its
+directory; WAL mode, so many readers go on while one writer indexes).  The schema and the query
+translation are in :mod:`.embedded_sql`.  Thread-safe: each thread reads through its own
+connection; writes are serialized by a lock and ``BEGIN IMMEDIATE`` (also across processes).
+
+**Time budget.** A search runs at most ``budget_seconds`` (default 10 s): a SQLite progress
+handler and the Python predicates (``~ ^ $ @``, negations) check the clock, and a query past it
+is stopped and raises :class:`~socorro_store.errors.SearchParameterError` with parameter
+``"query"`` ("too expensive"), the API's 400.  A huge list of values is one JSON parameter (no
+SQL of unbounded size).  One regular expression applied to one value cannot be interrupted
+(Python's ``re``), so that bound holds between values: patterns whose backtracking explodes
+should be refused by the parser.
+
+**Durability.** ``index`` and ``delete`` commit before returning; with ``sync="normal"`` (WAL,
+the store's default) a commit survives a killed process, with ``sync="full"`` also power loss.
+"""
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from datetime import datetime
+
+from ..errors import InvalidArgument, SearchParameterError, SearchUnavailable
+from . import embedded_sql as q
+from .contract import MAX_FACETS_SIZE, SearchEngine, empty_response
+from .fields import FIELDS, analyze
+
+BUSY_TIMEOUT_MS = 30000
+#: SQLite virtual-machine steps between two checks of the clock
+_PROGRESS_STEPS = 20000
+
+
+class EmbeddedSearch(SearchEngine):
+    """The search engine in one SQLite file at ``path`` (see the module docstring)."""
+
+    def __init__(self, path, sync="normal", budget_seconds=10.0):
+        self.path = os.path.abspath(os.fspath(path))
+        self.url = "embedded://" + self.path
+        self.sync = "FULL" if sync == "full" else "NORMAL"
+        self.budget_seconds = budget_seconds
+        self._local = threading.local()
+        self._connections = []
+        self._lock = threading.Lock()          # guards _connections and _closed
+        self._write_lock = threading.Lock()
+        self._closed = False
+        self._ids = {}                          # field -> {value: id}; ids never change (embedded_sql)
+        try:
+            parent = os.path.dirname(self.path)
+            os.makedirs(parent, mode=0o700, exist_ok=True)
+            if not os.path.exists(self.path):
+                os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+            self._writer = self._connect()
+            conn = self._writer[0]
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in q.schema_sql():
+                    conn.execute(statement)
+                self._add_new_fields(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except (OSError, sqlite3.Error) as exc:
+            self.close()
+            raise SearchUnavailable(f"search index {self.path}: {exc}") from None
+
+    # --- connections ---------------------------------------------------------------------
+
+    def _connect(self):
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={self.sync}")
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA temp_store=MEMORY")
+        conn.execute("PRAGMA cache_size=-32768")
+        conn.execute("PRAGMA mmap_size=268435456")
+        ctx_holder = {"ctx": None}
+        conn.create_function("spred", 2, lambda key, value: ctx_holder["ctx"].call(key, value),
+                             deterministic=True)
+        with self._lock:
+            if self._closed:
+                conn.close()
+                raise SearchUnavailable(f"search index {self.path} is closed")
+            self._connections.append((conn, ctx_holder))
+        return conn, ctx_holder
+
+    def _reader(self):
+        pair = getattr(self._local, "conn", None)
+        if pair is None or self._closed:
+            try:
+                pair = self._local.conn = self._connect()
+            except sqlite3.Error as exc:
+                raise SearchUnavailable(f"search index {self.path}: {exc}") from None
+        return pair
+
+    def _add_new_fields(self, conn):
+        """Columns and tables of fields added since the file was made (their values come with a
+        reindex)."""
+        have = {row[1] for row in conn.execute("PRAGMA table_info(docs)")}
+        for field in FIELDS.values():
+            if field.name != "uuid" and q.col(field.name) not in have:
+                conn.execute(f"ALTER TABLE docs ADD COLUMN {q.col(field.name)} INTEGER")
+                if field.type == "date":
+                    conn.execute(f"ALTER TABLE docs ADD COLUMN t_{field.name} TEXT")
+
+    def close(self):
+        with self._lock:
+            self._closed = True
+            connections, self._connections = self._connections, []
+        for conn, _ctx in connections:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+
+    # --- writes --------------------------------------------------------------------------
+
+    def index(self, documents):
+        """Add or replace ``documents`` in one transaction.  A document that is not a
+        :func:`~.fields.document_of` dict (no ``uuid``, an unknown field, a value of the wrong
+        type) raises :class:`~socorro_store.errors.InvalidArgument` and nothing is written."""
+        rows = [_checked(doc) for doc in documents]
+        if not rows:
+            return
+        with self._write_lock:
+            conn = self._writer_conn()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    values = [self._row(conn, doc) for doc in rows]
+                    conn.executemany(_UPSERT, values)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    self._ids.clear()  # ids given in the rolled-back transaction are void
+                    conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise SearchUnavailable(f"search index {self.path}: {exc}") from None
+
+    def delete(self, crash_ids):
+        ids = [crash_ids] if isinstance(crash_ids, str) else list(crash_ids)
+        if not ids:
+            return
+        with self._write_lock:
+            conn = self._writer_conn()
+            try:
+                conn.execute("DELETE FROM docs WHERE uuid IN (SELECT value FROM json_each(?))",
+                             (json.dumps(ids),))
+            except sqlite3.Error as exc:
+                raise SearchUnavailable(f"search index {self.path}: {exc}") from None
+
+    def _writer_conn(self):
+        if self._closed:
+            raise SearchUnavailable(f"search index {self.path} is closed")
+        return self._writer[0]
+
+    def _row(self, conn, doc):
+        row = [doc["uuid"]]
+        for field in _COLUMN_FIELDS:
+            value = doc.get(field.name)
+            if value is None:
+                row.append(None)
+                if field.type == "date":
+                    row.append(None)
+            elif q.interned(field):
+                row.append(self._id_of(conn, field, value))
+            elif field.type == "date":
+                us = q.micros(_parse_date(value))
+                row += [us, None if q.canonical_date(us) == value else value]
+            else:
+                row.append(int(value))
+        return row
+
+    def _id_of(self, conn, field, value):
+        cache = self._ids.setdefault(field.name, {})
+        found = cache.get(value)
+        if found is not None:
+            return found
+        table = f"v_{field.name}"
+        row = conn.execute(f"SELECT id FROM {table} WHERE value = ?", (value,)).fetchone()
+        if row is None:
+            found = conn.execute(f"INSERT INTO {table} (value) VALUES (?)", (value,)).lastrowid
+            if field.type == "text":
+                conn.executemany(f"INSERT OR IGNORE INTO k_{field.name} (token, vid) VALUES (?, ?)",
+                                 [(token, found) for token in set(analyze(value))])
+        else:
+            found = row[0]
+        if len(cache) > 200_000:
+            cache.clear()
+        cache[value] = found
+        return found
+
+    # --- reads ---------------------------------------------------------------------------
+
+    def count(self):
+        conn, _ctx = self._reader()
+        try:
+            return conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+        except sqlite3.Error as exc:
+            raise SearchUnavailable(f"search index {self.path}: {exc}") from None
+
+    def stats(self):
+        """``{"documents": N, "bytes": B}``: B is the file's size with its WAL and shared memory."""
+        size = 0
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                size += os.path.getsize(self.path + suffix)
+            except OSError:
+                pass
+        return {"documents": self.count(), "bytes": size}
+
+    def search(self, query):
+        """Answer ``query`` (semantics: :mod:`.contract`).  A query past the time budget raises
+        SearchParameterError("query", "too expensive ...")."""
+        if not 0 <= query.facets_size <= MAX_FACETS_SIZE:
+            raise SearchParameterError("_facets_size", f"must be 0 to {MAX_FACETS_SIZE}")
+        if query.results_number < 0 or query.results_offset < 0:
+            raise SearchParameterError("_results_number", "must not be negative")
+        conn, holder = self._reader()
+        deadline = time.monotonic() + self.budget_seconds
+        expired = lambda: time.monotonic() > deadline  # noqa: E731
+        ctx = holder["ctx"] = q.Context(expired)
+        where, params = q.where_sql(query.filters, ctx)
+        order, select = _order_sql(query), _select_sql(query.columns)
+        conn.set_progress_handler(lambda: 1 if expired() else 0, _PROGRESS_STEPS)
+        try:
+            conn.execute("BEGIN")
+            try:
+                conn.execute("DROP TABLE IF EXISTS temp.m")
+                conn.execute("CREATE TEMP TABLE m (id INTEGER PRIMARY KEY)")
+                total = conn.execute(f"INSERT INTO temp.m SELECT d.id FROM docs d WHERE {where}", params).rowcount
+                response = empty_response()
+                response["total"] = total
+                if query.results_number and query.results_offset < total:
+                    rows = conn.execute(
+                        f"SELECT {select} FROM temp.m CROSS JOIN docs d ON d.id = m.id "
+                        f"ORDER BY {order} LIMIT ? OFFSET ?",
+                        (query.results_number, query.results_offset))
+                    response["hits"] = [_hit(query.columns, row) for row in rows]
+                response["facets"] = q.Aggregator(conn, query.facets_size).run(query.facets)
+                conn.execute("DROP TABLE temp.m")
+            finally:
+                conn.execute("COMMIT")
+        except (sqlite3.OperationalError, q.Budget) as exc:
+            if expired() or isinstance(exc, q.Budget) or "interrupted" in str(exc):
+                raise SearchParameterError(
+                    "query", f"too expensive: stopped after {self.budget_seconds:g} s") from None
+            raise SearchUnavailable(f"search index {self.path}: {exc}") from None
+        except sqlite3.Error as exc:
+            raise SearchUnavailable(f"search index {self.path}: {exc}") from None
+        finally:
+            conn.set_progress_handler(None, 0)
+            holder["ctx"] = None
+        return response
+
+
+_COLUMN_FIELDS = [field for field in FIELDS.values() if field.name != "uuid"]
+_COLUMNS = ["uuid"] + [name for field in _COLUMN_FIELDS
+                       for name in ([q.col(field.name)] + ([f"t_{field.name}"] if field.type == "date" else []))]
+_UPSERT = (f"INSERT INTO docs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
+           "ON CONFLICT (uuid) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:]))
+
+
+def _value_sql(name):
+    """SQL giving the stored value of field ``name`` of ``docs d`` in a sortable form."""
+    field = FIELDS.get(name)
+    if field is None:
+        raise SearchParameterError("_columns", f"{name}: no such field")
+    if name == "uuid":
+        return "d.uuid"
+    if q.interned(field):
+        return f"(SELECT value FROM v_{name} WHERE id = d.{q.col(name)})"
+    return f"d.{q.col(name)}"
+
+
+def _select_sql(columns):
+    parts = ["d.id"]
+    for name in columns:
+        parts.append(_value_sql(name))
+        if FIELDS[name].type == "date":
+            parts.append(f"d.t_{name}")
+    return ", ".join(parts)
+
+
+def _order_sql(query):
+    keys = []
+    for name, descending in query.sort:
+        if name not in FIELDS:
+            raise SearchParameterError("_sort", f"{name}: no such field")
+        keys.append(f"{_value_sql(name)} {'DESC' if descending else 'ASC'} NULLS LAST")
+    if "uuid" not in {name for name, _desc in query.sort}:
+        keys.append("d.uuid")
+    return ", ".join(keys)
+
+
+def _hit(columns, row):
+    hit, i = {}, 1
+    for name in columns:
+        field, value = FIELDS[name], row[i]
+        i += 1
+        if field.type == "date":
+            text = row[i]
+            i += 1
+            value = None if value is None else (text or q.canonical_date(value))
+        elif field.type == "boolean" and value is not None:
+            value = bool(value)
+        hit[name] = value
+    return hit
+
+
+def _parse_date(value):
+    when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return when
+
+
+def _checked(doc):
+    """``doc`` if it is a document the index can hold, else InvalidArgument naming the problem."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("uuid"), str):
+        raise InvalidArgument(f"a search document needs a string uuid: {doc!r:.200}")
+    for name, value in doc.items():
+        field = FIELDS.get(name)
+        if field is None:
+            raise InvalidArgument(f"search document {doc['uuid']}: no field {name!r}")
+        if value is None:
+            continue
+        if field.is_string:
+            ok = isinstance(value, str)
+            if ok:
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    ok = False
+        elif field.type == "integer":
+            ok = not isinstance(value, bool) and isinstance(value, int) and q.INT64_MIN <= value <= q.INT64_MAX
+        elif field.type == "boolean":
+            ok = isinstance(value, bool)
+        else:
+            try:
+                ok = isinstance(value, str) and _parse_date(value) is not None
+            except ValueError:
+                ok = False
+        if not ok:
+            raise InvalidArgument(f"search document {doc['uuid']}: {name}={value!r:.100} is not a {field.type}")
+    return doc

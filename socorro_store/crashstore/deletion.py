@@ -10,7 +10,9 @@ What goes, for each crash (layouts in :mod:`socorro_store.schema.keys`):
   from it): its ``signature + crash_id`` signature pointer, and its side of its
   ``hang_id[0] + time + hang_id`` row in hang_id_submitted_time;
 * its claim histories (cells named after its queue rows in the minute's claim row) and its
-  dead-letter record, if any.
+  dead-letter record, if any;
+* its search document: once the crash row is gone, a change record naming the crash
+  (:func:`~.change_records.record_deletions`) has the search feed remove it (:mod:`.search_feed`).
 
 What moves with it, when the caller passes its ``live_counters`` (the store does): the counters
 the crash row accounts for (``metrics``, ``crash_report_signatures``, the rankings:
@@ -49,7 +51,7 @@ from ..schema.stored import (
     stored_time,
     time_index_key_forms,
 )
-from . import counters
+from . import change_records, counters
 from .contributions import stored_counts
 from .crashes import unique_crash_ids
 from .states import queue_pointer_forms, socorro_takes_legacy
@@ -87,7 +89,9 @@ def delete_crashes(backend, crash_ids, missing_ok=False, live_counters=None):
     dequeued = _dequeue(backend, present)
     backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(row, delete_row=True) for cid in present for row in keys[cid]
                                           if row in found])
-    if live_counters is not None:  # the rows are gone: what they counted goes with them
+    # the rows are gone: the search index follows them (the records hold only the crash ids)
+    change_records.record_deletions(backend, list(present))
+    if live_counters is not None:  # and what they counted goes with them
         live_counters.send([inc for cells in present.values() for inc in stored_counts(cells, -1)])
     deletes = {table: [] for table in _TIME_INDEXES + (K.SIGNATURE_OOID,)}
     hang_sides, socorro_hang_times = {}, {}

@@ -41,7 +41,8 @@ is counted from its state, as before.
 Write order, each step one round trip on the critical path (its calls go out at once,
 ``Backend.overlap``):
 
-1. the signature pointer (harmless side first);
+1. the signature pointer and the change record (:mod:`.change_records`; harmless side first),
+   one ``mutate_tables``; the crash row gets the record's stamp (``flags:changed``);
 2. the crash row, conditional on it still naming its crash (:func:`~.queue.put_if_crash_exists`:
    a deleted crash stays deleted, :class:`~socorro_store.errors.CrashDeleted`).  Where a
    multi-cell check-and-put is atomic (embedded, Bigtable, HBase's Thrift2), a first processing
@@ -81,7 +82,7 @@ from ..errors import BackendError, BackendUnavailable, CrashDeleted
 from ..schema import keys as K
 from ..schema.queue_keys import dead_letter_key
 from ..schema.stored import time_index_key_forms
-from . import counters
+from . import change_records, counters
 from .queue import claims_done_mutations, put_if_crash_exists
 from .states import COL_DEAD_LETTERED, queue_pointer_forms, read_states, socorro_takes_legacy
 
@@ -115,13 +116,16 @@ def write_processed(backend, crashes, live_counters, held=None):
 class Plan:
     """What saving one crash over its (possibly stale) state writes and may count (no I/O)."""
 
-    def __init__(self, crash, state, socorro_beside=False):
+    def __init__(self, crash, state, socorro_beside=False, change=None):
         self.crash, self.state = crash, state
         submitted = state["submitted"]
         row = K.crash_row_key(crash.crash_id)
         self.sig_put = RowMutation(K.signature_index_key(crash.signature, submitted, crash.crash_id),
                                    {K.COL_OOID: crash.crash_id.encode("ascii")})
         puts = dict(crash.puts)
+        self.change = change  # (stamp, record mutation) of its change record, when records are written
+        if change is not None:
+            puts[K.COL_CHANGED] = change[0]  # lands with the row: the feed's proof the save landed
         self.checks = []  # (row, column, expected, puts, increments, fresh) decided by check-and-put
         self.takes = {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: []}  # pointer rows to take
         self.increments, self.fresh = [], []  # counted by this save whatever others do
@@ -199,8 +203,14 @@ def _write_processed(backend, crashes, live_counters, known):
     if unknown:
         states.update(read_states(backend, unknown))
     beside = any(state["legacy"] == 0 for state in states.values()) and socorro_takes_legacy(backend)
-    plans = [Plan(crash, states[crash.crash_id], beside) for crash in crashes]
-    backend.mutate_rows(K.SIGNATURE_OOID, [p.sig_put for p in plans])  # the pointer first
+    changes = change_records.new_records({c.crash_id for c in crashes}) if change_records.enabled(backend) else {}
+    plans = [Plan(crash, states[crash.crash_id], beside, changes.get(crash.crash_id)) for crash in crashes]
+    # the pointer and the change record first: without the row they are harmless, a row without
+    # them would be missing from the signature index and the search index
+    first = {K.SIGNATURE_OOID: [p.sig_put for p in plans]}
+    if changes:
+        first[K.CHANGES] = [mutation for _stamp, mutation in changes.values()]
+    backend.mutate_tables(first)
     written = _write_first_processings(backend, plans, live_counters) if backend.atomic_check_and_put else set()
     increments, fresh, failed, deleted = [], [], None, []
     stored = [p for p in plans if id(p) in written]  # the plans whose counts are decided so far

@@ -6,6 +6,7 @@ contract, so it runs on every backend.  Thread-safe: many processor threads may 
 """
 
 from ..backends import RowMutation, open_backend
+from ..config import parse_url
 from ..backends.base import MAX_CELL_BYTES
 from ..checks import is_int
 from ..errors import InvalidArgument
@@ -13,6 +14,8 @@ from ..schema import keys as K
 from ..schema.table_admin import create_tables
 from . import counters, crashes, deletion, grouped_saves, inspect, listings, queue, reports, resubmissions, signature_reports
 from .group_commit import MAX_GROUP_BYTES, MAX_GROUP_ITEMS, GroupCommit, GroupLanes
+from ..search.engines import resolve_search_url
+from .search_access import StoreSearch
 from .queue import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_ATTEMPTS, DEFAULT_RESCAN_SECONDS, QUEUES, HeldClaims, QueuePass, take
 
 
@@ -24,16 +27,19 @@ def _crash_id_of(prepared):
     return prepared.crash_id
 
 
-def open_store(url=None, **options):
+def open_store(url=None, search_url=None, **options):
     """Open the store a URL names: ``url``, else ``$SOCORRO_STORE_URL``, else the embedded default.
 
-    ``options`` go to :class:`CrashStore` (``forbidden_keys``, ``max_cell_bytes``,
-    ``counter_flush_ms``, ``background_counters``, ``group_max_crashes``, ``group_max_bytes``,
-    ``group_lanes``, ``queue_rescan_seconds``).
+    ``search_url``: the search engine (:mod:`socorro_store.search.engines`): else
+    ``$SOCORRO_SEARCH_URL``, else the embedded engine in an embedded store's own directory, else
+    none; ``"none"`` turns search off.  ``options`` go to :class:`CrashStore` (``forbidden_keys``,
+    ``max_cell_bytes``, ``counter_flush_ms``, ``background_counters``, ``group_max_crashes``,
+    ``group_max_bytes``, ``group_lanes``, ``queue_rescan_seconds``, ``search_feed``).
     """
     backend = open_backend(url)
     try:
-        return CrashStore(backend, **options)
+        directory = backend.directory if parse_url(url).scheme == "embedded" else None
+        return CrashStore(backend, search_url=resolve_search_url(search_url, directory), **options)
     except BaseException:
         backend.close()
         raise
@@ -64,12 +70,15 @@ class CrashStore:
     engine.  Exclusive with ``counter_flush_ms``.
     ``queue_rescan_seconds``: how long after a scan of a queue an empty poll may end on one read
     of the queue counters (:class:`~.queue_scans.EmptyPollGate`); 0 scans at every poll.
+    ``search_url``: the search engine's URL (:mod:`socorro_store.search.engines`; None: no
+    search).  ``search_feed``: feed it from a background thread, started by the first save or
+    search (:mod:`.search_feed`); False feeds only in :meth:`settle`.
     """
 
     def __init__(self, backend, forbidden_keys=crashes.DEFAULT_FORBIDDEN_KEYS, max_cell_bytes=MAX_CELL_BYTES,
                  counter_flush_ms=None, group_max_crashes=MAX_GROUP_ITEMS, group_max_bytes=MAX_GROUP_BYTES,
                  group_lanes=DEFAULT_GROUP_LANES, queue_rescan_seconds=DEFAULT_RESCAN_SECONDS,
-                 background_counters=None):
+                 background_counters=None, search_url=None, search_feed=True):
         if not is_int(max_cell_bytes) or not 0 < max_cell_bytes <= MAX_CELL_BYTES:
             raise InvalidArgument(f"max_cell_bytes must be an int in 1..{MAX_CELL_BYTES}")
         if isinstance(forbidden_keys, str):
@@ -99,6 +108,7 @@ class CrashStore:
         elif not isinstance(background_counters, bool):
             raise InvalidArgument(f"background_counters must be True, False or None: {background_counters!r}")
         self.live_counters = counters.LiveCounters(backend, counter_flush_ms, background_counters)
+        self.search = StoreSearch(backend, search_url, background_feed=search_feed)
 
     def __enter__(self):
         return self
@@ -111,13 +121,24 @@ class CrashStore:
             for queue_pass in self.queue_passes.values():
                 queue_pass.close()
             self.live_counters.close()
+            self.search.close()
         finally:
             self.backend.close()
 
     def flush_counters(self):
         """Send pending counter increments now: wait for the background sender, and flush the
-        ``counter_flush_ms`` buffer (a no-op with neither)."""
-        return self.live_counters.flush()
+        ``counter_flush_ms`` buffer (a no-op with neither); and feed the search index until it
+        holds this store's saves (:meth:`settle`)."""
+        flushed = self.live_counters.flush()
+        self.search.settle()
+        return flushed
+
+    def settle(self, timeout=30.0):
+        """Wait until this store's saves are in every derived view: its counters sent, and the
+        search index fed (inline where no other process holds the feed lease; never longer than
+        ``timeout`` seconds for the search).  Returns whether the search caught up."""
+        self.live_counters.flush()
+        return self.search.settle(timeout)
 
     def create_tables(self, codec_map=None):
         """Create the tables from the specs (like ``tables create``); returns the report.
@@ -189,12 +210,14 @@ class CrashStore:
         crash = crashes.prepare_processed(processed_crash, self.max_cell_bytes)
         self._check_fits([crash])
         self.processed_groups.submit(crash, grouped_saves.weight_of(crash.puts))
+        self.search.saved()
 
     def save_processed_crashes(self, processed_crashes):
         prepared = [crashes.prepare_processed(p, self.max_cell_bytes) for p in processed_crashes]
         self._check_fits(prepared)
         if prepared:
             crashes.write_processed(self.backend, prepared, self.live_counters, self.held_claims)
+            self.search.saved()
         return len(prepared)
 
     # -- reading -----------------------------------------------------------------------------
@@ -307,8 +330,32 @@ class CrashStore:
         return inspect.list_crashes(self.backend, start, end, signature, limit, details)
 
     def queue_status(self, now=None):
+        """The queues (:func:`~.inspect.queue_status`), and the search feed's lag under ``"search"``."""
         self.live_counters.settle()  # this store's counters first: it reads its own writes
-        return inspect.queue_status(self.backend, now)
+        status = inspect.queue_status(self.backend, now)
+        status["search"] = self.search.status()
+        return status
+
+    # -- search (:mod:`search_access`; the semantics: :mod:`socorro_store.search.contract`) ----
+    def super_search(self, params, unredacted=False, now=None):
+        """Super Search: ``params`` (a mapping of name -> value or list of values, or
+        ``(name, value)`` pairs) as Socorro's ``/api/SuperSearch/`` takes them; returns
+        ``{"hits", "total", "facets", "errors"}``.  ``unredacted=False`` refuses protected fields
+        (:class:`~socorro_store.errors.ProtectedField`).  SearchParameterError for a bad
+        parameter, SearchNotConfigured without a search engine."""
+        return self.search.search(params, unredacted=unredacted, now=now)
+
+    def search_fields(self, unredacted=True):
+        """The searchable fields, as Socorro's ``/api/SuperSearchFields/`` lists them."""
+        return self.search.fields(unredacted)
+
+    def reindex_search(self, since=None, until=None, progress=None):
+        """Rebuild the search index from the crash rows (see :meth:`StoreSearch.reindex`)."""
+        return self.search.reindex(since, until, progress)
+
+    def search_status(self):
+        """The search engine, its documents, and the feed's lag (see :meth:`StoreSearch.status`)."""
+        return self.search.status()
 
     def top_signatures(self, start, end, limit=reports.DEFAULT_TOP, product=None, version=None, os=None):
         """Top crashers of ``[start, end)``, of one product/version/OS if asked (:mod:`reports`)."""

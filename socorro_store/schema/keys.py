@@ -120,10 +120,11 @@ SIGNATURE_OOID = "crash_reports_index_signature_ooid"
 METRICS = "metrics"
 SIGNATURES = "crash_report_signatures"
 SIGNATURES_SEEN = "crash_report_signatures_seen"  # our addition: first-seen markers
+CHANGES = "crash_report_changes"  # our addition: change records (see change_record_key)
 #: Every table the crash store writes, index tables first (the order of the writes).
 CRASH_TABLES = (SUBMITTED_TIME, UNPROCESSED_FLAG, LEGACY_UNPROCESSED_FLAG, LEGACY_SUBMITTED_TIME,
                 HANG_ID, HANG_ID_SUBMITTED_TIME, SIGNATURE_OOID, CRASH_REPORTS, METRICS, SIGNATURES,
-                SIGNATURES_SEEN)
+                SIGNATURES_SEEN, CHANGES)
 
 # -- columns ---------------------------------------------------------------------------------
 COL_PROCESSED = b"flags:processed"
@@ -141,6 +142,9 @@ FAMILY_PROCESSOR_STATE = b"processor_state"
 COL_PAIRED = b"ids:paired"
 COL_PROCESS_TYPE = b"flags:process_type"  # the raw crash's ProcessType, so counts skip meta_data:json
 COL_PROCESSING_ERROR = b"flags:processing_error"  # b"1"/b"0", so counts skip processed_data:json
+COL_CHANGED = b"flags:changed"  # the stamp of the crash's last change record
+COL_CHANGE_ID = b"change:ooid"  # a change record's crash id
+COL_CHANGE_LEASE = b"change:lease"  # the feed lease: holder|expiry
 FAMILY_COUNTERS = b"counters"
 
 # -- crash ids -------------------------------------------------------------------------------

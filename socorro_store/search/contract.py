@@ -200,6 +200,12 @@ class SearchEngine(abc.ABC):
     def count(self):
         """How many documents the engine holds."""
 
+    def crash_ids(self, start=None, end=None):
+        """Iterate the ids of the documents whose ``date`` is in ``[start, end)`` (aware
+        datetimes; None: unbounded), in any order: ``search reindex`` removes those whose crash
+        is gone."""
+        raise NotImplementedError
+
     def stats(self):
         """``{"documents": N, "bytes": B}``: what the index holds and its size on disk (None
         where unknown)."""

@@ -1,0 +1,50 @@
+"""Change records: what a save writes so that derived views (the search index) follow it.
+
+See :mod:`~socorro_store.schema.change_keys` for the layout and :mod:`.search_feed` for how they
+are consumed.  A store writes records once its ``crash_report_changes`` table exists: a store
+created before the table existed writes none until ``create-tables`` adds it (seen within
+:data:`RECHECK_SECONDS`); ``search reindex --since`` the upgrade day fills in what came before.
+"""
+
+import threading
+import time
+import weakref
+
+from ..backends import RowMutation
+from ..schema import change_keys as C
+from ..schema import keys as K
+
+RECHECK_SECONDS = 60.0
+_exists = weakref.WeakKeyDictionary()  # backend -> (checked at, exists)
+_exists_lock = threading.Lock()
+
+
+def enabled(backend, now=time.monotonic):
+    """Whether saves on ``backend`` write change records: its ``crash_report_changes`` table
+    exists.  Once seen, remembered; a missing table is looked for again once a minute."""
+    with _exists_lock:
+        found = _exists.get(backend)
+    if found is None or (not found[1] and now() - found[0] > RECHECK_SECONDS):
+        found = (now(), backend.table_exists(K.CHANGES))
+        with _exists_lock:
+            _exists[backend] = found
+    return found[1]
+
+
+def new_records(crash_ids):
+    """``{crash id: (stamp, RowMutation of its change record)}``, one fresh stamp per crash."""
+    out = {}
+    for crash_id in crash_ids:
+        stamp = C.new_stamp()
+        out[crash_id] = (stamp, RowMutation(C.change_record_key(crash_id, stamp),
+                                            {K.COL_CHANGE_ID: crash_id.encode("ascii")}))
+    return out
+
+
+def record_deletions(backend, crash_ids):
+    """Write a record for each deleted crash, so the feed removes it from the derived views.
+
+    Called once the crash rows are gone: a feed pass that read a row before its deletion could
+    otherwise consume the deletion's record and leave the crash indexed."""
+    if crash_ids and enabled(backend):
+        backend.mutate_rows(K.CHANGES, [mutation for _stamp, mutation in new_records(crash_ids).values()])

@@ -1,0 +1,177 @@
+"""A store's search: its engine, its feed, and the calls the store answers with them.
+
+The engine is the one the store's search URL names (:mod:`socorro_store.search.engines`), opened
+on first use.  The first save or search starts a background feeder in this process
+(:class:`~.search_feed.SearchFeed`); one process at a time feeds, under the feed lease.
+"""
+
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+
+from ..errors import BackendError, BackendUnavailable, InvalidArgument, SearchNotConfigured, SearchUnavailable
+from ..schema import keys as K
+from ..schema.specs import SALTS
+from ..schema.timeparse import parse_day
+from ..search.engines import open_search_engine
+from . import change_records
+from .search_feed import _ROW_COLUMNS, SearchFeed, crash_document
+
+#: crash rows read per call by ``reindex``
+REINDEX_PAGE = 500
+
+
+class StoreSearch:
+    """The search side of one :class:`~.store.CrashStore` (thread-safe)."""
+
+    def __init__(self, backend, search_url, background_feed=True):
+        self.backend, self.url, self.background_feed = backend, search_url, background_feed
+        self._engine = self._feed = None
+        self._lock = threading.Lock()
+
+    @property
+    def configured(self):
+        return self.url is not None
+
+    def engine(self):
+        if self.url is None:
+            raise SearchNotConfigured("this store has no search configured (give a search URL: --search-url, "
+                                      "SOCORRO_SEARCH_URL or open_store(search_url=...))")
+        with self._lock:
+            if self._engine is None:
+                self._engine = open_search_engine(self.url)
+            return self._engine
+
+    def feed(self):
+        """The feed, started (with its background feeder) on first call; None without search or
+        change records."""
+        if self.url is None:
+            return None
+        engine = self.engine()
+        with self._lock:
+            if self._feed is None:
+                if not change_records.enabled(self.backend):
+                    return None
+                self._feed = SearchFeed(self.backend, engine, background=self.background_feed)
+            return self._feed
+
+    def saved(self):
+        """A save happened: make sure this process feeds."""
+        if self.url is not None and self._feed is None:
+            self.feed()
+
+    def settle(self, timeout=30.0):
+        """Feed until this store's saves are in the index (see :meth:`SearchFeed.catch_up`).
+        A search engine that is down is left to catch up later: saves never wait for it."""
+        feed = self.feed() if self.url is not None else None
+        if feed is None:
+            return True
+        try:
+            return feed.catch_up(timeout)
+        except (SearchUnavailable, BackendUnavailable, BackendError):
+            return False
+
+    def search(self, params, unredacted=False, now=None):
+        from ..search.query import parse_search
+
+        query = parse_search(params, now=now, unredacted=unredacted)
+        engine = self.engine()
+        self.feed()
+        return engine.search(query)
+
+    def fields(self, unredacted=True):
+        from ..search.query import fields_document
+
+        return fields_document(unredacted=unredacted)
+
+    def status(self):
+        """``{"configured", "url", "documents", "pending", "lag_seconds", "feeding", "last_error"}``."""
+        out = {"configured": self.configured, "url": self.url, "documents": None, "pending": 0, "lag_seconds": None,
+               "feeding": False, "last_error": None}
+        if change_records.enabled(self.backend):
+            feed = SearchFeed(self.backend, None, background=False) if self._feed is None else self._feed
+            out["pending"], age = feed.pending()
+            out["lag_seconds"] = None if age is None else round(age, 3)
+        if self.configured:
+            try:
+                out["documents"] = self.engine().count()
+            except SearchUnavailable as exc:
+                out["last_error"] = str(exc)
+            if self._feed is not None:
+                out["feeding"] = self._feed._lease_until > time.time_ns()
+                out["last_error"] = out["last_error"] or self._feed.last_error
+        return out
+
+    def reindex(self, since=None, until=None, progress=None):
+        """Index every processed crash row of the crash-id days ``[since, until)`` again (``until``
+        defaults to today inclusive; neither: every crash row), and remove the documents of
+        crashes of those days no longer stored.  Idempotent; the feed goes on beside it.
+        ``progress(n)`` is called with each page's number of crash rows."""
+        engine = self.engine()
+        if since is None and until is not None:
+            raise InvalidArgument("--until needs --since")
+        since = parse_day(since, "since")[0].date() if since is not None else None
+        until = parse_day(until, "until")[0].date() if until is not None else None
+        if since is not None and until is None:
+            until = datetime.now(timezone.utc).date() + timedelta(days=1)
+        if since is not None and until <= since:
+            raise InvalidArgument("--until must be after --since")
+        out = {"indexed": 0, "removed": 0, "days": 0}
+        seen = set()
+        for page in _crash_row_pages(self.backend, since, until):
+            documents = []
+            for row, cells in page:
+                try:
+                    crash_id = K.crash_id_from_row_key(row)
+                except InvalidArgument:
+                    continue  # Socorro's pre-salt rows and strays: not indexed
+                seen.add(crash_id)
+                document = crash_document(crash_id, cells)
+                if document is not None:
+                    documents.append(document)
+            if documents:
+                engine.index(documents)
+            out["indexed"] += len(documents)
+            if progress is not None:
+                progress(len(page))
+        bounds = [None if d is None else datetime(d.year, d.month, d.day, tzinfo=timezone.utc) for d in (since, until)]
+        stale = [cid for cid in engine.crash_ids(*bounds) if cid not in seen]
+        if stale:
+            engine.delete(stale)
+        out["removed"] = len(stale)
+        if since is not None and until is not None:
+            out["days"] = (until - since).days
+        return out
+
+    def close(self):
+        with self._lock:
+            feed, engine, self._feed, self._engine = self._feed, self._engine, None, None
+        if feed is not None:
+            feed.close()
+        if engine is not None:
+            engine.close()
+
+
+def _crash_row_pages(backend, since, until):
+    """Pages of ``(row, cells)`` of the crash rows of ``[since, until)`` (crash-id days), or of
+    every crash row."""
+    if since is None and until is None:
+        yield from _pages(backend.scan(K.CRASH_REPORTS, columns=_ROW_COLUMNS, page_size=REINDEX_PAGE))
+        return
+    day = since
+    while day < until:
+        for salt in SALTS:
+            yield from _pages(backend.scan(K.CRASH_REPORTS, prefix=K.crash_day_prefix(salt, day), columns=_ROW_COLUMNS,
+                                           page_size=REINDEX_PAGE))
+        day += timedelta(days=1)
+
+
+def _pages(rows):
+    page = []
+    for item in rows:
+        page.append(item)
+        if len(page) == REINDEX_PAGE:
+            yield page
+            page = []
+    if page:
+        yield page

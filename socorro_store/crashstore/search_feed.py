@@ -1,0 +1,242 @@
+"""Feeding the search index from the change records, so that no save is ever lost to it.
+
+A processed save writes a change record (:mod:`~socorro_store.schema.change_keys`) beside its
+signature pointer, before its crash row, and the crash row keeps the record's stamp in
+``flags:changed``, written with the row itself.  A deletion writes a record once the crash row
+is gone.  The feed reads the records, then the crash rows they name, and brings the search
+engine to what each crash row holds now:
+
+* a crash row holding the record's stamp, or a later one: the save has landed, and the crash
+  is indexed from the row (the truth, not from anything the save remembered);
+* a crash row gone: the crash is removed from the index;
+* a crash row holding an earlier stamp: the save is still in flight, and the record is kept
+  for the next pass; a record older than :data:`PENDING_SECONDS` belongs to a save that failed
+  after writing it, and goes (the row says what the crash is).
+
+Only then are the records consumed.  A record is consumed only by a pass that read its crash
+row after the record was written, so the index ends at every crash row's last state: an engine
+that was down or slow catches up from the records, and the saves never wait for it.
+
+One process feeds at a time, under a lease (``~feed/lease``, renewed every pass): two feeders
+could index one crash's states out of order.  Any process may take the lease when it is free
+or expired, so a killed feeder's work is taken over within :data:`LEASE_SECONDS`.
+"""
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+
+from ..backends import RowMutation
+from ..errors import BackendError, BackendUnavailable, InvalidArgument, SearchUnavailable, TableNotFound
+from ..schema import change_keys as C
+from ..schema import keys as K
+from ..schema.stored import stored_time
+from ..search.fields import document_of
+
+log = logging.getLogger(__name__)
+
+LEASE_SECONDS = 30.0
+PENDING_SECONDS = 120.0
+#: records read per pass (their crash rows are read in the same number of rows: the processed JSON)
+BATCH = 200
+#: how often an idle background feeder looks for records
+IDLE_SECONDS = 0.5
+_ROW_COLUMNS = [K.COL_OOID, K.COL_SUBMITTED, K.COL_CHANGED, K.COL_PROCESSED_JSON]
+
+
+def crash_document(crash_id, cells):
+    """The search document of a crash row's cells, or None when it holds no processed crash."""
+    raw = cells.get(K.COL_PROCESSED_JSON)
+    if not raw:
+        return None
+    try:
+        processed = json.loads(raw)
+    except (ValueError, RecursionError):
+        processed = None
+    if not isinstance(processed, dict):
+        return None
+    doc = document_of(processed)
+    doc["uuid"] = crash_id  # the row's crash, whatever the document says
+    if "date" not in doc and K.COL_SUBMITTED in cells:
+        try:
+            doc["date"] = stored_time(cells[K.COL_SUBMITTED]).isoformat()
+        except InvalidArgument:
+            pass
+    return doc
+
+
+class SearchFeed:
+    """The feed of one store into one search engine (see the module docstring).
+
+    ``background``: run a feeder thread (it feeds whenever it holds the lease).  ``catch_up()``
+    feeds inline until no record is left, which is what ``settle()`` does.
+    """
+
+    def __init__(self, backend, engine, background=True, holder=None, batch=BATCH,
+                 lease_seconds=LEASE_SECONDS, pending_seconds=PENDING_SECONDS):
+        self.backend, self.engine = backend, engine
+        self.holder = (holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}").encode("utf-8")
+        self.batch, self.lease_ns, self.pending_ns = batch, int(lease_seconds * 1e9), int(pending_seconds * 1e9)
+        self._lease_until = 0
+        self._resume = b""
+        self._lock = threading.Lock()  # one pass at a time in this process
+        self._stop = threading.Event()
+        self.fed = self.removed = 0
+        self.failures = 0
+        self.last_error = None
+        self._thread = None
+        if background:
+            self._thread = threading.Thread(target=self._run, name="search-feed", daemon=True)
+            self._thread.start()
+
+    # -- the lease ------------------------------------------------------------------------
+    def _hold_lease(self):
+        """Hold (or renew) the feed lease; False while another live process holds it."""
+        now = time.time_ns()
+        if self._lease_until - now > self.lease_ns // 2:
+            return True
+        current = self.backend.get_row(K.CHANGES, C.FEED_LEASE_ROW, [K.COL_CHANGE_LEASE]).get(K.COL_CHANGE_LEASE)
+        if current:
+            holder, _, until = current.rpartition(b"|")
+            if holder != self.holder and until.isdigit() and int(until) > now:
+                self._lease_until = 0
+                return False
+        until = now + self.lease_ns
+        won = self.backend.check_and_put(K.CHANGES, C.FEED_LEASE_ROW, K.COL_CHANGE_LEASE, current,
+                                         {K.COL_CHANGE_LEASE: self.holder + b"|%d" % until})
+        self._lease_until = until if won else 0
+        return won
+
+    def _release_lease(self):
+        if self._lease_until > time.time_ns():
+            current = self.holder + b"|%d" % self._lease_until
+            try:
+                self.backend.check_and_put(K.CHANGES, C.FEED_LEASE_ROW, K.COL_CHANGE_LEASE, current,
+                                           {K.COL_CHANGE_LEASE: b""})
+            except (BackendError, BackendUnavailable):
+                pass  # it expires
+        self._lease_until = 0
+
+    # -- one pass -------------------------------------------------------------------------
+    def _read_records(self):
+        start = self._resume
+        found = list(self.backend.scan(K.CHANGES, start=start or None, stop=C.RECORDS_STOP, columns=[K.COL_CHANGE_ID],
+                                       limit=self.batch))
+        if len(found) < self.batch and start:
+            found += self.backend.scan(K.CHANGES, start=None, stop=start, columns=[K.COL_CHANGE_ID],
+                                       limit=self.batch - len(found))
+            self._resume = b""
+        elif len(found) == self.batch:
+            self._resume = found[-1][0] + b"\x00"
+        else:
+            self._resume = b""
+        records = {}
+        for key, _cells in found:
+            try:
+                crash_id, stamp = C.parse_change_record_key(key)
+            except InvalidArgument:
+                continue  # not ours: left alone
+            records.setdefault(crash_id, []).append((key, stamp))
+        return records
+
+    def feed_pass(self):
+        """One pass over up to ``batch`` records (see the module docstring); returns
+        ``{"records": n, "indexed": n, "removed": n, "kept": n}``, or None when another process
+        holds the lease.  Engine failures raise :class:`SearchUnavailable` with nothing consumed."""
+        with self._lock:
+            if not self._hold_lease():
+                return None
+            records = self._read_records()
+            out = {"records": sum(len(r) for r in records.values()), "indexed": 0, "removed": 0, "kept": 0}
+            if not records:
+                return out
+            rows = {cid: K.crash_row_key(cid) for cid in records}
+            cells_of = self.backend.get_rows(K.CRASH_REPORTS, list(rows.values()), columns=_ROW_COLUMNS)
+            now = time.time_ns()
+            documents, removed, consumed = [], [], []
+            for crash_id, recs in records.items():
+                cells = cells_of.get(rows[crash_id], {})
+                if K.COL_OOID not in cells:
+                    removed.append(crash_id)
+                    consumed += [key for key, _stamp in recs]
+                    continue
+                landed = cells.get(K.COL_CHANGED, b"")
+                ready = [key for key, stamp in recs if stamp <= landed or now - C.stamp_time_ns(stamp) > self.pending_ns]
+                out["kept"] += len(recs) - len(ready)
+                if ready:
+                    document = crash_document(crash_id, cells)
+                    if document is None:
+                        removed.append(crash_id)
+                    else:
+                        documents.append(document)
+                    consumed += ready
+            if documents:
+                self.engine.index(documents)
+            if removed:
+                self.engine.delete(removed)
+            if consumed:
+                self.backend.mutate_rows(K.CHANGES, [RowMutation(key, delete_row=True) for key in consumed])
+            out["indexed"], out["removed"] = len(documents), len(removed)
+            self.fed += len(documents)
+            self.removed += len(removed)
+            return out
+
+    def catch_up(self, timeout=30.0):
+        """Feed until no record is left that is ready (returns True), or ``timeout`` seconds
+        pass (False).  While another process holds the lease, wait for it to consume them; take
+        the lease over if it expires.  Never waits forever."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = self.feed_pass()
+            if result is not None and result["records"] == 0:
+                return True
+            if result is not None and result["records"] == result["kept"] and not self._resume:
+                return True  # only saves still in flight are left: they are not ours to wait for
+            if time.monotonic() > deadline:
+                return False
+            if result is None:
+                time.sleep(0.05)
+
+    def pending(self, limit=10_000):
+        """``(records waiting, age in seconds of the oldest, or None)``: up to ``limit`` counted."""
+        oldest, count = None, 0
+        for key, _cells in self.backend.scan(K.CHANGES, start=None, stop=C.RECORDS_STOP, columns=[K.COL_CHANGE_ID],
+                                             limit=limit):
+            try:
+                stamp = C.parse_change_record_key(key)[1]
+            except InvalidArgument:
+                continue
+            count += 1
+            made = C.stamp_time_ns(stamp)
+            oldest = made if oldest is None else min(oldest, made)
+        return count, (None if oldest is None else max(0.0, (time.time_ns() - oldest) / 1e9))
+
+    # -- the background feeder ------------------------------------------------------------
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                result = self.feed_pass()
+                busy = result is not None and result["records"] > result["kept"]
+                self.last_error = None
+            except (SearchUnavailable, BackendUnavailable, BackendError, TableNotFound) as exc:
+                self.failures += 1
+                self.last_error = str(exc)
+                busy = False
+            except Exception as exc:  # never let the feeder die silently: log, back off, go on
+                self.failures += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                log.exception("search feed pass failed")
+                busy = False
+            if not busy:
+                self._stop.wait(IDLE_SECONDS)
+
+    def close(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        with self._lock:
+            self._release_lease()

@@ -204,6 +204,22 @@ class EmbeddedSearch(SearchEngine):
         except sqlite3.Error as exc:
             raise SearchUnavailable(f"search index {self.path}: {exc}") from None
 
+    def crash_ids(self, start=None, end=None):
+        """The ids of the documents whose ``date`` is in ``[start, end)`` (None: unbounded)."""
+        where, params = [], []
+        if start is not None:
+            where.append("c_date >= ?")
+            params.append(q.micros(start))
+        if end is not None:
+            where.append("c_date < ?")
+            params.append(q.micros(end))
+        sql = "SELECT uuid FROM docs" + (" WHERE " + " AND ".join(where) if where else "")
+        conn, _ctx = self._reader()
+        try:
+            return [row[0] for row in conn.execute(sql, params).fetchall()]
+        except sqlite3.Error as exc:
+            raise SearchUnavailable(f"search index {self.path}: {exc}") from None
+
     def stats(self):
         """``{"documents": N, "bytes": B}``: B is the file's size with its WAL and shared memory."""
         size = 0
@@ -223,7 +239,9 @@ class EmbeddedSearch(SearchEngine):
             raise SearchParameterError("_results_number", "must not be negative")
         conn, holder = self._reader()
         deadline = time.monotonic() + self.budget_seconds
-        expired = lambda: time.monotonic() > deadline  # noqa: E731
+
+        def expired():
+            return time.monotonic() > deadline
         ctx = holder["ctx"] = q.Context(expired)
         where, params = q.where_sql(query.filters, ctx)
         order, select = _order_sql(query), _select_sql(query.columns)
@@ -231,6 +249,7 @@ class EmbeddedSearch(SearchEngine):
         try:
             conn.execute("BEGIN")
             try:
+                q.resolve_regexes(conn, ctx, deadline)
                 conn.execute("DROP TABLE IF EXISTS temp.m")
                 conn.execute("CREATE TEMP TABLE m (id INTEGER PRIMARY KEY)")
                 total = conn.execute(f"INSERT INTO temp.m SELECT d.id FROM docs d WHERE {where}", params).rowcount

@@ -1,0 +1,233 @@
+"""The search feed: every processed save reaches the search index, from the change records.
+
+Runs on the embedded store (the search engine is the embedded one, in the store's directory) and
+through the ``serve`` gateway (HBase's protocol: the records and the lease go over Thrift1), with
+the feed driven by ``settle()`` so that each step is deterministic.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+
+from socorro_store import open_store
+from socorro_store.crashstore import search_feed
+from socorro_store.errors import SearchNotConfigured, SearchUnavailable
+from socorro_store.schema import change_keys as C
+from socorro_store.schema import keys as K
+
+WEEK = {"date": [">=2016-09-12", "<2016-09-19"]}
+
+
+@pytest.fixture
+def store(tmp_path):
+    with open_store(f"embedded://{tmp_path / 'store'}", search_feed=False) as s:
+        s.create_tables()
+        yield s
+
+
+def _records(store):
+    return [key for key, _cells in store.backend.scan(K.CHANGES, stop=C.RECORDS_STOP)]
+
+
+def _save(store, n, signature="OOM | small", rng=None, **extra):
+    ids = [crash_id(rng=rng) for _ in range(n)]
+    for cid in ids:
+        store.save_raw_crash(raw_crash(cid), {}, cid)
+    for cid in ids:
+        store.save_processed(processed(cid, signature=signature, date_processed=BASE_TIME.isoformat(), **extra))
+    return ids
+
+
+def _found(store, **params):
+    response = store.super_search({**WEEK, "_results_number": "1000", "_columns": ["uuid", "signature"], **params},
+                                  now=BASE_TIME)
+    return {hit["uuid"]: hit["signature"] for hit in response["hits"]}
+
+
+def test_a_processed_save_writes_one_record_and_settle_indexes_it(store):
+    ids = _save(store, 3)
+    assert len(_records(store)) == 3  # one per save, nothing consumed without a feeder
+    stamps = store.backend.get_rows(K.CRASH_REPORTS, [K.crash_row_key(c) for c in ids], columns=[K.COL_CHANGED])
+    assert {C.parse_change_record_key(k)[1] for k in _records(store)} == {c[K.COL_CHANGED] for c in stamps.values()}
+    assert store.settle()
+    assert _records(store) == []
+    assert _found(store) == {cid: "OOM | small" for cid in ids}
+
+
+def test_raw_saves_write_no_record(store):
+    cid = crash_id()
+    store.save_raw_crash(raw_crash(cid), {}, cid)
+    assert _records(store) == []
+
+
+def test_a_reprocessing_replaces_the_document(store):
+    (cid,) = _save(store, 1)
+    store.settle()
+    store.save_processed(processed(cid, signature="js::RunScript", date_processed=BASE_TIME.isoformat()))
+    store.settle()
+    assert _found(store) == {cid: "js::RunScript"}
+    assert _found(store, signature="=OOM | small") == {}
+
+
+def test_a_deleted_crash_is_never_found_again(store):
+    ids = _save(store, 4)
+    store.settle()
+    store.delete_crashes(ids[:2])
+    store.settle()
+    assert set(_found(store)) == set(ids[2:])
+    assert _records(store) == []  # the deletions' records are consumed too
+
+
+def test_a_record_whose_save_has_not_landed_is_kept_then_given_up(store, monkeypatch):
+    (cid,) = _save(store, 1)
+    store.settle()
+    # a save that wrote its record and then failed before its crash row: the row keeps the old stamp
+    stamp = C.new_stamp()
+    store.backend.mutate_rows(K.CHANGES, [search_feed.RowMutation(C.change_record_key(cid, stamp),
+                                                                  {K.COL_CHANGE_ID: cid.encode()})])
+    feed = store.search.feed()
+    assert feed.feed_pass()["kept"] == 1
+    assert len(_records(store)) == 1
+    monkeypatch.setattr(feed, "pending_ns", 0)  # older than the pending window: the row says what the crash is
+    assert feed.feed_pass()["kept"] == 0
+    assert _records(store) == [] and set(_found(store)) == {cid}
+
+
+class _EngineDown:
+    """The real engine behind a switch: while ``down``, every call fails as an unreachable engine."""
+
+    def __init__(self, engine):
+        self.engine, self.down = engine, True
+
+    def __getattr__(self, name):
+        attr = getattr(self.engine, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            if self.down:
+                raise SearchUnavailable("search engine down (test)")
+            return attr(*args, **kwargs)
+
+        return call
+
+
+def test_saves_go_on_while_the_engine_is_down_and_the_index_catches_up(store):
+    feed = store.search.feed()
+    switch = _EngineDown(feed.engine)
+    feed.engine = switch
+    ids = _save(store, 5)
+    assert store.settle(timeout=1) is False  # the feed could not index: nothing consumed
+    assert len(_records(store)) == 5
+    switch.down = False
+    assert store.settle()
+    assert set(_found(store)) == set(ids) and _records(store) == []
+
+
+def test_the_feed_lease_keeps_a_second_feeder_out_until_it_expires(tmp_path):
+    url = f"embedded://{tmp_path / 'store'}"
+    with open_store(url, search_feed=False) as first, open_store(url, search_feed=False) as second:
+        first.create_tables()
+        ids = _save(first, 2)
+        assert first.search.feed().feed_pass()["indexed"] == 2
+        _save(first, 1)
+        assert second.search.feed().feed_pass() is None  # the first holds the lease
+        first.search.feed()._lease_until = 0  # the first process is gone: its lease expires
+        first.backend.mutate_rows(K.CHANGES, [search_feed.RowMutation(C.FEED_LEASE_ROW, {
+            K.COL_CHANGE_LEASE: b"gone|%d" % (time.time_ns() - 1)})])
+        assert second.search.feed().feed_pass()["indexed"] == 1
+        assert len(_found(second)) == 3 and set(ids) <= set(_found(second))
+
+
+def test_search_status_reports_the_records_waiting(store):
+    _save(store, 3)
+    status = store.search_status()
+    assert status["configured"] and status["pending"] == 3 and status["lag_seconds"] >= 0
+    store.settle()
+    status = store.queue_status()["search"]
+    assert status["pending"] == 0 and status["lag_seconds"] is None and status["documents"] == 3
+
+
+def test_reindex_rebuilds_the_index_from_the_crash_rows(tmp_path):
+    url = f"embedded://{tmp_path / 'store'}"
+    with open_store(url, search_feed=False) as store:
+        store.create_tables()
+        ids = _save(store, 6)
+        store.settle()
+        before = store.super_search(WEEK, now=BASE_TIME)
+    os.remove(tmp_path / "store" / "search.sqlite3")
+    with open_store(url, search_feed=False) as store:
+        assert store.search_status()["documents"] == 0
+        done = []
+        report = store.reindex_search(progress=done.append)
+        assert report["indexed"] == 6 and sum(done) == 6
+        assert store.super_search(WEEK, now=BASE_TIME) == before
+        assert store.reindex_search("2016-09-18", "2016-09-19")["indexed"] == 6  # idempotent
+        assert set(_found(store)) == set(ids)
+
+
+def test_a_store_with_search_off_says_so(tmp_path):
+    with open_store(f"embedded://{tmp_path / 'store'}", search_url="none") as store:
+        store.create_tables()
+        with pytest.raises(SearchNotConfigured, match="no search configured"):
+            store.super_search({})
+        assert store.search_status()["configured"] is False
+
+
+_WRITER = textwrap.dedent("""
+    import sys, random
+    sys.path.insert(0, {tests!r})
+    from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+    from socorro_store import open_store
+    store = open_store({url!r})
+    rng = random.Random(7)
+    n = 0
+    while True:
+        cid = crash_id(rng=rng)
+        store.save_raw_crash(raw_crash(cid), {{}}, cid)
+        store.save_processed(processed(cid, signature="sig%d" % (n % 5), date_processed=BASE_TIME.isoformat()))
+        n += 1
+        if n == 20:
+            print("ready", flush=True)
+""")
+
+
+def test_a_feeding_writer_killed_mid_ingest_loses_no_save(tmp_path):
+    """SIGKILL a process that saves and feeds (its background feeder holds the lease); another
+    process takes the lease over once it expires, and the index ends equal to the crash rows."""
+    url = f"embedded://{tmp_path / 'store'}"
+    with open_store(url) as store:
+        store.create_tables()
+    script = _WRITER.format(tests=os.path.dirname(__file__), url=url)
+    writer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "ready"
+        time.sleep(1.0)  # saving and feeding
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+    with open_store(url, search_feed=False) as store:
+        feed = store.search.feed()
+        feed.lease_ns = int(0.2e9)
+        # the dead writer's lease is left to expire (LEASE_SECONDS), as it would in production
+        lease = store.backend.get_row(K.CHANGES, C.FEED_LEASE_ROW).get(K.COL_CHANGE_LEASE, b"")
+        holder, _, until = lease.rpartition(b"|")
+        assert holder and holder != feed.holder
+        store.backend.mutate_rows(K.CHANGES, [search_feed.RowMutation(C.FEED_LEASE_ROW, {
+            K.COL_CHANGE_LEASE: holder + b"|%d" % (time.time_ns() + int(0.3e9))})])  # expiring soon
+        assert store.settle(timeout=20)
+        processed_rows = {K.crash_id_from_row_key(row): cells[K.COL_SIGNATURE].decode()
+                          for row, cells in store.backend.scan(K.CRASH_REPORTS, columns=[K.COL_SIGNATURE])
+                          if K.COL_SIGNATURE in cells}
+        assert len(processed_rows) >= 20
+        found = _found(store)
+        # a save killed between its record and its crash row leaves a record the feed keeps for
+        # the pending window; what is indexed equals the crash rows either way
+        assert found == processed_rows

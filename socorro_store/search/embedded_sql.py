@@ -29,6 +29,7 @@ import re
 from datetime import datetime, timedelta, timezone
 
 from ..errors import SearchParameterError
+from . import embedded_regex
 from .contract import Cardinality, Histogram, Terms, facet_key
 from .fields import FIELDS, analyze
 
@@ -108,6 +109,8 @@ class Context:
         self.predicates = []
         self.check = deadline_check
         self.calls = 0
+        #: (field, compiled regex, set to fill with the values it matches): see resolve_regexes
+        self.regexes = []
 
     def add(self, predicate):
         self.predicates.append(predicate)
@@ -237,7 +240,7 @@ def _string_others(field, column, conditions, ctx):
             raise SearchParameterError(field.name, "__true__ applies to booleans only")
         if not isinstance(cond.value, str):
             _bad(field, cond.value)
-        test = _string_test(field, cond)
+        test = _string_test(field, cond, ctx)
         if cond.negated:
             python.append(lambda v, test=test: not test(v))
         elif op == "match" and field.type == "text":
@@ -268,8 +271,9 @@ def _values_in(field, column, predicate):
     return f"{column} IN (SELECT id FROM v_{field.name} WHERE {predicate.format(v='value')})"
 
 
-def _string_test(field, cond):
-    """A Python test of one string value against ``cond`` (not negated)."""
+def _string_test(field, cond, ctx):
+    """A Python test of one string value against ``cond`` (not negated).  An ``@`` test reads a
+    set that :func:`resolve_regexes` fills before the query runs."""
     op, value = cond.operator, cond.value
     if op == "match" and field.type == "text":
         wanted = set(analyze(value))
@@ -287,8 +291,25 @@ def _string_test(field, cond):
             regex = re.compile(cond.pattern if cond.pattern is not None else value, re.DOTALL)
         except (re.error, RecursionError, OverflowError) as exc:
             raise SearchParameterError(field.name, f"bad regular expression: {exc}") from None
-        return lambda v: regex.fullmatch(v) is not None
+        matched = set()
+        ctx.regexes.append((field, regex, matched))
+        return matched.__contains__
     raise SearchParameterError(field.name, f"{op} does not apply to a {field.type} field")
+
+
+def resolve_regexes(conn, ctx, deadline):
+    """Apply each ``@`` pattern of the query to its field's distinct values (in a child process
+    that the deadline kills: :mod:`.embedded_regex`); call inside the query's read transaction,
+    so every value a document holds is seen."""
+    for field, regex, matched in ctx.regexes:
+        if field.name == "uuid":
+            values = [row[0] for row in conn.execute("SELECT uuid FROM docs")]
+        else:
+            values = [row[0] for row in conn.execute(f"SELECT value FROM v_{field.name}")]
+        try:
+            matched.update(values[i] for i in embedded_regex.matching(regex, values, deadline))
+        except embedded_regex.Expired:
+            raise Budget() from None
 
 
 # --- facets ----------------------------------------------------------------------------------
@@ -369,33 +390,12 @@ class Aggregator:
             return "d.uuid", lambda v: v
         own = f"d.{col(field.name)}"
         if interned(field):
-            names = self._names_of(field)
-            return own, names.__getitem__
+            return own, _Names(self.conn, f"v_{field.name}").__getitem__
         if field.type == "boolean":
             return own, bool
         if field.type == "date":
             return own, canonical_date
         return own, int
-
-    def _names_of(self, field):
-        """A lazy id -> value map of ``field``'s dictionary (only the ids asked are read)."""
-        conn, table = self.conn, f"v_{field.name}"
-
-        class Names(dict):
-            def __missing__(self, key):
-                row = conn.execute(f"SELECT value FROM {table} WHERE id = ?", (key,)).fetchone()
-                self[key] = row[0] if row else None
-                return self[key]
-
-            def load(self, ids):
-                wanted = [i for i in ids if i not in self]
-                for start in range(0, len(wanted), 5000):
-                    chunk = json.dumps(wanted[start:start + 5000])
-                    self.update(conn.execute(f"SELECT id, value FROM {table} WHERE id IN "
-                                             "(SELECT value FROM json_each(?))", (chunk,)))
-        names = Names()
-        names.load_ids = names.load
-        return names
 
     def _histogram_key(self, field, interval):
         if not field.is_range:
@@ -421,11 +421,31 @@ class Aggregator:
         if len(groups) > self.size:
             floor = groups[self.size - 1][1] if self.size else None
             groups = [g for g in groups if floor is not None and g[1] >= floor]
-        loader = getattr(terms, "__self__", None)
-        if loader is not None and hasattr(loader, "load_ids"):
-            loader.load_ids([g[0] for g in groups])
+        names = getattr(terms, "__self__", None)
+        if isinstance(names, _Names):
+            names.load([g[0] for g in groups])
         groups.sort(key=lambda g: (-g[1], terms(g[0])))
         return groups[:self.size]
+
+
+class _Names(dict):
+    """A lazy id -> value map of one dictionary table: only the ids asked for are read."""
+
+    def __init__(self, conn, table):
+        super().__init__()
+        self.conn, self.table = conn, table
+
+    def __missing__(self, key):
+        row = self.conn.execute(f"SELECT value FROM {self.table} WHERE id = ?", (key,)).fetchone()
+        self[key] = row[0] if row else None
+        return self[key]
+
+    def load(self, ids):
+        wanted = [i for i in ids if i not in self]
+        for start in range(0, len(wanted), 5000):
+            chunk = json.dumps(wanted[start:start + 5000])
+            self.update(self.conn.execute(f"SELECT id, value FROM {self.table} "
+                                          "WHERE id IN (SELECT value FROM json_each(?))", (chunk,)))
 
 
 def _last_wins(aggs):

@@ -22,7 +22,7 @@ from flask import Flask, Response, abort, jsonify, redirect, render_template, re
 
 from ..errors import BackendUnavailable, CrashIDNotFound, InvalidArgument, NotFound, SocorroStoreError
 from ..schema import labels
-from . import display, pages, report_page
+from . import display, pages, report_page, search_page
 from .public_fields import PublicFields
 
 CSP = ("default-src 'self'; script-src 'none'; style-src 'self'; img-src 'self' data:; "
@@ -124,7 +124,7 @@ def create_app(store, unredacted=False, now=None, public_fields=None, request_ti
     @app.get("/")
     def home():
         moment = clock()
-        return page("home.html", lambda: pages.home(store, moment))
+        return page("home.html", lambda: {**pages.home(store, moment), "search_status": search_page.search_status(store)})
 
     @app.get("/topcrashers/")
     def top_crashers():
@@ -149,10 +149,45 @@ def create_app(store, unredacted=False, now=None, public_fields=None, request_ti
         return Response(content, mimetype="application/octet-stream",
                         headers={"Content-Disposition": f'attachment; filename="{crash_id}.dmp"'})
 
+    def to_search_page(pairs):
+        query = search_page.query_string(pairs)
+        return redirect(url_for("super_search_page") + ("?" + query if query else ""), 302)
+
     @app.get("/search")
     def search():
+        """The header's box: a pasted crash id goes to its report; Super Search is at /search/."""
+        if "q" not in request.args:
+            return to_search_page(list(request.args.items(multi=True)))
         crash_id = pages.crash_id_of(request.args.get("q", ""))
         return redirect(url_for("report", crash_id=crash_id), 302)
+
+    @app.get("/search/")
+    def super_search_page():
+        pairs, moment = list(request.args.items(multi=True)), clock()
+        if request.args.get("q"):
+            try:
+                return redirect(url_for("report", crash_id=pages.crash_id_of(request.args["q"])), 302)
+            except InvalidArgument:
+                pass  # not a crash id: a parameter the search refuses by name (400)
+        if search_page.is_form_submission(pairs):
+            try:
+                return to_search_page(search_page.canonical(pairs))
+            except SocorroStoreError as exc:
+                found, status = search_page.refused(pairs, unredacted, exc)
+        else:
+            found, status = data(lambda: search_page.page(store, pairs, unredacted, moment))
+        return render_template("search.html", data=found, unredacted=unredacted), status
+
+    @app.get("/api/SuperSearch/", strict_slashes=False)
+    def api_super_search():
+        params, moment = request.args.to_dict(flat=False), clock()
+        answer, status = data(lambda: search_page.api(store, params, unredacted, moment))
+        return jsonify(answer), status
+
+    @app.get("/api/SuperSearchFields/", strict_slashes=False)
+    def api_super_search_fields():
+        answer, status = data(lambda: search_page.fields_api(store, unredacted))
+        return jsonify(answer), status
 
     @app.get("/api/topcrashers", strict_slashes=False)
     def api_top_crashers():

@@ -1,0 +1,160 @@
+"""How fresh the search index is: from a processed save's ack to the crash being found.
+
+Production shape: collector threads save crashes at a paced rate (``--rate``, crashes/s; 0: as
+fast as they go), processor threads take them from the queue and save them processed (the
+demo's Socorro-shaped processed crashes), and the store's background feeder feeds the search
+index.  Another process (a spawned observer, with its own store) is told each crash id and the
+time its processed save returned, and searches for the crash ids every ``--poll-ms``; a crash's
+lag is the time from its ack to the first search that finds it.
+
+    PYTHONPATH=. python tools/bench/bench_search_feed.py --rate 50 --seconds 30
+    PYTHONPATH=. python tools/bench/bench_search_feed.py --rate 0 --seconds 30   # the most it sustains
+
+Prints the lag's median, p90, p99 and max, the records still waiting at the end, and the rate
+reached; ``--json`` for one JSON document.
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import queue
+import random
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.bench_common import percentile  # noqa: E402
+
+from socorro_store import open_store  # noqa: E402
+from socorro_store.demo import processed_crash, synthetic_crashes  # noqa: E402
+
+
+def _observer(url, search_url, acks, results, poll_s):
+    """In its own process: search for acked crash ids until told to stop; send back lags."""
+    found_at, pending = {}, {}
+    with open_store(url, search_url=search_url, search_feed=False) as store:
+        done = False
+        while not done or pending:
+            deadline = time.time() + poll_s
+            while True:
+                try:
+                    item = acks.get(timeout=max(0.0, deadline - time.time()))
+                except queue.Empty:
+                    break
+                if item is None:
+                    done = True
+                    stop_at = time.time() + 60  # give the feed a minute to catch up
+                    continue
+                pending[item[0]] = item[1]
+            if done and time.time() > stop_at:
+                break
+            ids = list(pending)[:1000]
+            if not ids:
+                continue
+            response = store.super_search({"uuid": ids, "date": [">=2000-01-01", "<2100-01-01"], "_columns": ["uuid"],
+                                           "_results_number": "1000", "_facets": ""})
+            now = time.time()
+            for hit in response["hits"]:
+                acked = pending.pop(hit["uuid"], None)
+                if acked is not None:
+                    found_at[hit["uuid"]] = now - acked
+    results.put({"lags": list(found_at.values()), "never_found": len(pending)})
+
+
+def run(url, search_url, rate, seconds, collectors, processors, poll_ms):
+    day = datetime.now(timezone.utc)
+    data = synthetic_crashes(int(max(rate, 200) * seconds * 1.2) + 100, day, seed=7, dump_kb=0, until=day)
+    plans = {cid: (raw, sig) for raw, _dumps, cid, sig in data}
+    ctx = multiprocessing.get_context("spawn")
+    acks, results = ctx.Queue(), ctx.Queue()
+    with open_store(url, search_url=search_url) as store:
+        store.create_tables()
+        observer = ctx.Process(target=_observer, args=(url, search_url, acks, results, poll_ms / 1000))
+        observer.start()
+        stop = time.monotonic() + seconds
+        feed = iter(data)
+        lock, saved, processed = threading.Lock(), [0], [0]
+
+        def collect():
+            while time.monotonic() < stop:
+                with lock:
+                    item = next(feed, None)
+                    n = saved[0]
+                    saved[0] += 1
+                if item is None:
+                    return
+                if rate:
+                    delay = start + n / rate - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                raw, dumps, cid, _sig = item
+                store.save_raw_crash(raw, dumps, cid)
+
+        def process(n):
+            while time.monotonic() < stop + 2:
+                got = False
+                for cid in store.new_crashes(processor_id=f"bench-feed-{n}", limit=4):
+                    raw, sig = plans[cid]
+                    store.save_processed(processed_crash(raw, cid, sig))
+                    acks.put((cid, time.time()))
+                    with lock:
+                        processed[0] += 1
+                    got = True
+                if not got:
+                    time.sleep(0.01)
+
+        start = time.monotonic()
+        threads = [threading.Thread(target=collect) for _ in range(collectors)]
+        threads += [threading.Thread(target=process, args=(n,)) for n in range(processors)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.monotonic() - start
+        acks.put(None)
+        outcome = results.get()
+        observer.join()
+        status = store.search_status()
+    lags = sorted(outcome["lags"])
+    return {"rate_asked": rate, "seconds": round(elapsed, 1), "processed": processed[0],
+            "processed_per_s": round(processed[0] / seconds, 1), "found": len(lags),
+            "never_found": outcome["never_found"], "pending_at_end": status["pending"],
+            "lag_s": {"p50": round(percentile(lags, 0.5), 3), "p90": round(percentile(lags, 0.9), 3),
+                      "p99": round(percentile(lags, 0.99), 3), "max": round(lags[-1], 3) if lags else None},
+            "poll_ms": poll_ms}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", default=None, help="store URL (default: a fresh embedded store in a temp dir)")
+    parser.add_argument("--search-url", default=None, help="search URL (default: the store's own)")
+    parser.add_argument("--rate", type=float, default=50.0, help="crashes/s the collectors save (0: unpaced)")
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--collectors", type=int, default=8)
+    parser.add_argument("--processors", type=int, default=8)
+    parser.add_argument("--poll-ms", type=int, default=50, help="how often the observer searches")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        url = args.url or f"embedded://{tmp}/store"
+        result = run(url, args.search_url, args.rate, args.seconds, args.collectors, args.processors, args.poll_ms)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        lag = result["lag_s"]
+        print(f"rate asked {result['rate_asked']}/s: processed {result['processed']} in {result['seconds']} s "
+              f"({result['processed_per_s']}/s); found {result['found']}, never found {result['never_found']}, "
+              f"records waiting at the end {result['pending_at_end']}")
+        print(f"ack -> found in search: p50 {lag['p50']} s, p90 {lag['p90']} s, p99 {lag['p99']} s, max {lag['max']} s "
+              f"(observer polls every {result['poll_ms']} ms)")
+
+
+if __name__ == "__main__":
+    random.seed(7)
+    main()

@@ -68,6 +68,11 @@ def queue_status(ctx, as_json):
         oldest = f"{q['oldest']} ({q['oldest_age_s']:.0f}s ago)" if q["oldest"] else "-"
         click.echo(f"{name:9s} {q['counted']:8d} {q['indexed']:8d} {q['leased']:7d}  {oldest}")
     click.echo(f"dead-lettered {status['dead_lettered']}")
+    search = status.get("search") or {}
+    lag = f", oldest {search['lag_seconds']:.1f}s ago" if search.get("lag_seconds") is not None else ""
+    indexed = f", {search['documents']} crashes indexed" if search.get("documents") is not None else ""
+    click.echo(f"search {'(not configured) ' if not search.get('configured') else ''}"
+               f"feed: {search.get('pending', 0)} changes waiting{lag}{indexed}")
 
 
 @click.group("signatures", cls=SummaryGroup)

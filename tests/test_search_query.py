@@ -352,6 +352,19 @@ def test_too_many_filter_values():
     refused({"_columns": ["uuid"] * 1001}, "_columns")
 
 
+def test_too_many_values_in_all():
+    names = [f"_aggs.{a}.{b}" for a in ("product", "version", "platform", "uuid") for b in ("cpu_arch", "reason", "address")]
+    refused([(name, "uuid") for name in names for _ in range(1000)][:10_001], names[10])
+
+
+def test_endless_parameters_are_refused_as_they_arrive():
+    import itertools
+
+    refused(itertools.repeat(("product", "x")), "product")
+    refused(itertools.repeat(("_columns", "uuid")), "_columns")
+    refused(itertools.chain([("_nope", "x")], itertools.repeat(("product", "x"))), "_nope")
+
+
 def test_values_too_long():
     refused({"signature": "x" * 10_001}, "signature")
     refused({"_facets": "x" * 10_001}, "_facets")

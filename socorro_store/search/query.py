@@ -35,8 +35,8 @@ positive integer, default 1).  Facet and sub-aggregation values are field names,
 the query's date range.  A terms facet on a date field is refused (a histogram is the way).
 Single-valued controls take one value.  Any other name starting with ``_`` is unknown.
 
-**Limits.**  At most 1,000 filter values in a query, 1,000 values per control, and 10,000
-characters per value.
+**Limits.**  At most 1,000 filter values in a query, 1,000 values per control, 10,000 values in
+all, and 10,000 characters per value.
 """
 
 import copy
@@ -55,6 +55,8 @@ from .regex import RegexError, translate
 
 MAX_FILTER_VALUES = 1000
 MAX_CONTROL_VALUES = 1000
+#: every value of every parameter, filters and controls together
+MAX_VALUES = 10_000
 MAX_VALUE_LENGTH = 10_000
 MAX_HISTOGRAM_BUCKETS = 10_000
 #: the deepest ``_aggs.F.G.H`` (Socorro's deepest allowed nesting)
@@ -73,7 +75,8 @@ _TYPE_OPERATORS = {
 }
 _INT64 = (-(2 ** 63), 2 ** 63 - 1)
 _INTEGER = re.compile(r"-?[0-9]{1,19}")
-_SINGLE_VALUED = ("_results_number", "_results_offset", "_facets_size")
+_CONTROLS = ("_columns", "_sort", "_results_number", "_results_offset", "_facets", "_facets_size")
+_CONTROL_PREFIXES = ("_aggs.", "_histogram.", "_histogram_interval.")
 _UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _NAMED_INTERVALS = {"minute": 60, "hour": 3600, "day": 86400}
 _DATE_INTERVAL = re.compile(r"([0-9]{1,9})([mhdw])")
@@ -113,12 +116,19 @@ def _pairs(params):
 def _gather(params):
     """``{name: [values]}`` in order of first appearance, with the size limits applied as the
     values arrive (so a hostile query is refused before it is all read)."""
-    gathered, filter_values = {}, 0
+    gathered, filter_values, total_values = {}, 0, 0
     for name, value in _pairs(params):
         if len(value) > MAX_VALUE_LENGTH:
             raise SearchParameterError(_shown(name), f"a value is longer than {MAX_VALUE_LENGTH:,} characters")
-        values = gathered.setdefault(name, [])
+        values = gathered.get(name)
+        if values is None:
+            if name.startswith("_") and name not in _CONTROLS and not name.startswith(_CONTROL_PREFIXES):
+                raise SearchParameterError(_shown(name), "unknown parameter")
+            values = gathered[name] = []
         values.append(value)
+        total_values += 1
+        if total_values > MAX_VALUES:
+            raise SearchParameterError(_shown(name), f"more than {MAX_VALUES:,} values in one query")
         if name.startswith("_"):
             if len(values) > MAX_CONTROL_VALUES:
                 raise SearchParameterError(_shown(name), f"more than {MAX_CONTROL_VALUES:,} values")
@@ -246,6 +256,10 @@ def _bounded(gathered, name, default, low, high, message=None):
     return number
 
 
+def _not_histogram(field):
+    return f"{field.name} is a {field.type} field: histograms are of date or integer fields"
+
+
 def _intervals(gathered, unredacted):
     """``{field: interval}`` of the ``_histogram_interval.*`` parameters."""
     intervals = {}
@@ -269,7 +283,7 @@ def _intervals(gathered, unredacted):
                 raise SearchParameterError(name, "must be a positive whole number")
             intervals[field.name] = number
         else:
-            raise SearchParameterError(name, f"{field.name} is a {field.type} field: histograms are of date or integer fields")
+            raise SearchParameterError(name, _not_histogram(field))
     return intervals
 
 
@@ -288,7 +302,7 @@ class _Aggregations:
     def histogram(self, name, parameter, sub=()):
         field = _field(name, parameter, self.unredacted)
         if field.type not in ("date", "integer"):
-            raise SearchParameterError(parameter, f"{name} is a {field.type} field: histograms are of date or integer fields")
+            raise SearchParameterError(parameter, _not_histogram(field))
         if field.type == "date":
             interval = self.intervals.get(name, 86400)
             step = interval * 1_000_000
@@ -368,10 +382,6 @@ def _sort(gathered, unredacted):
     return tuple(keys)
 
 
-_CONTROLS = ("_columns", "_sort", "_results_number", "_results_offset", "_facets", "_facets_size")
-_CONTROL_PREFIXES = ("_aggs.", "_histogram.", "_histogram_interval.")
-
-
 def parse_search(params, now=None, unredacted=False):
     """The :class:`~.contract.Query` of Super Search parameters (the module docstring has the rules).
 
@@ -390,10 +400,6 @@ def parse_search(params, now=None, unredacted=False):
     else:
         now = now.astimezone(timezone.utc)
     gathered = _gather(params)
-    for name in gathered:
-        if name.startswith("_") and name not in _CONTROLS and not name.startswith(_CONTROL_PREFIXES):
-            raise SearchParameterError(_shown(name), "unknown parameter")
-
     filters = _filters(gathered, unredacted)
     date_conditions = filters.setdefault("date", [])
     start, end = _date_range(date_conditions, now)

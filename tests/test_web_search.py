@@ -341,3 +341,23 @@ def test_the_footer_shows_the_search_lag(client, search_store):
         assert f"{status['pending']:,} pending" in lag
         if status["documents"] is not None:
             assert f"{status['documents']:,} crashes indexed" in lag
+
+
+def test_many_filter_values_keep_the_page_small_and_survive_a_submission(client):
+    values = [("product", f"=P{i}") for i in range(999)] + [("product", "=Fenix")]
+    response = client.get("/search/", query_string=values)
+    html = response.get_data(as_text=True)
+    assert response.status_code == 200 and client.get("/api/SuperSearch/", query_string=values).get_json()["total"] == 5
+    assert html.count('<div class="filter-row">') == 51 and "950 more filter values" in html
+    assert len(html) < 300_000
+    hidden = re.findall(r'<input type="hidden" name="product" value="([^"]*)">', html)
+    assert hidden == [value for _name, value in values[50:]]
+    # the form as a browser submits it: the 50 rows, the empty one, the hidden values
+    rows = [(name, value) for row in values[:50] for name, value in (("f", "product"), ("op", "="), ("v", row[1][1:]))]
+    submitted = client.get("/search/", query_string=rows + [("f", ""), ("op", ""), ("v", "")]
+                           + [("product", value) for value in hidden])
+    assert submitted.status_code == 302
+    assert urllib.parse.parse_qsl(urllib.parse.urlsplit(submitted.headers["Location"]).query) == values
+    refused = client.get("/search/", query_string=[("product", f"P{i}") for i in range(10_000)])
+    assert refused.status_code == 400 and 'data-parameter="product"' in refused.get_data(as_text=True)
+    assert len(refused.get_data()) < 2_000_000

@@ -124,7 +124,8 @@ def create_app(store, unredacted=False, now=None, public_fields=None, request_ti
     @app.get("/")
     def home():
         moment = clock()
-        return page("home.html", lambda: {**pages.home(store, moment), "search_status": search_page.search_status(store)})
+        return page("home.html", lambda: {**pages.home(store, moment),
+                                           "search_status": search_page.search_status(store)})
 
     @app.get("/topcrashers/")
     def top_crashers():

@@ -38,6 +38,11 @@ OPERATOR_CHOICES = (
 _VALUELESS = ("__null__", "__true__")
 # longest first: ">=" before ">"
 _PREFIXES = (">=", "<=", ">", "<", "=", "~", "^", "$", "@")
+#: filter rows the form shows at most (the others are kept as hidden fields)
+MAX_FORM_ROWS = 50
+#: facet terms link the search narrowed to them only under this length of query string (each
+#: link repeats the query: a query of 1,000 values would make every link ~20 KB)
+MAX_NARROWING_QUERY = 2000
 NOT_CONFIGURED = "This store has no search configured (give it a search URL: --search-url or SOCORRO_SEARCH_URL)."
 
 
@@ -152,21 +157,24 @@ def _form(pairs, unredacted, query):
     """The form's state: filter rows, date range, chosen columns and facets, hidden controls."""
     dates = [value for name, value in pairs if name == "date"]
     date_from = date_to = ""
-    rows = []
+    rows, filters = [], []
     if len(dates) <= 2 and all(split_value(d)[0] in (">=", "<") for d in dates) \
             and len({split_value(d)[0] for d in dates}) == len(dates):
         for value in dates:
             operator, when = split_value(value)
             date_from, date_to = (when, date_to) if operator == ">=" else (date_from, when)
     else:  # any other date filter is shown as rows, as written
-        rows.extend({"field": "date", "op": split_value(d)[0], "value": split_value(d)[1]} for d in dates)
+        filters.extend(("date", value) for value in dates)
     if not dates and query is not None:  # the default range, shown so that a submission keeps it
         date_from, date_to = _iso(query.start), _iso(query.end)
-    for name, value in pairs:
-        if name == "date" or name.startswith("_") or name in FORM_PARAMETERS:
-            continue
-        operator, shown = split_value(value)
-        rows.append({"field": name, "op": operator, "value": shown})
+    filters.extend((name, value) for name, value in pairs
+                   if not (name == "date" or name.startswith("_") or name in FORM_PARAMETERS))
+    # a query may hold 1,000 filter values (10,000 refused): rows past the first ones ride along
+    # as hidden fields, so that the page stays small and a submission keeps them
+    shown = MAX_FORM_ROWS
+    for name, value in filters[:shown]:
+        operator, value = split_value(value)
+        rows.append({"field": name, "op": operator, "value": value})
     rows.append({"field": "", "op": "", "value": ""})
     columns = [value for name, value in pairs if name == "_columns"] or list(DEFAULT_COLUMNS)
     facets = [value for name, value in pairs if name == "_facets"] or ["signature"]
@@ -174,7 +182,8 @@ def _form(pairs, unredacted, query):
               if name.startswith("_") and name not in ("_columns", "_facets", "_results_offset")]
     return {"fields": [name for name, field in FIELDS.items() if unredacted or field.public],
             "operators": OPERATOR_CHOICES, "rows": rows, "date_from": date_from, "date_to": date_to,
-            "columns": columns, "facets": facets, "hidden": hidden}
+            "columns": columns, "facets": facets, "hidden": hidden + filters[shown:],
+            "rows_not_shown": len(filters[shown:])}
 
 
 def _iso(moment):
@@ -185,6 +194,7 @@ def _iso(moment):
 def _tabs(pairs, facets, total):
     """The facet tabs, signature first, then the others in the answer's order."""
     keys = sorted(facets, key=lambda key: key != "signature")
+    base = query_string(pairs)
     tabs = []
     for key in keys:
         value = facets[key]
@@ -198,7 +208,8 @@ def _tabs(pairs, facets, total):
             rows.append({"rank": rank, "term": bucket["term"], "count": bucket["count"],
                          "share": bucket["count"] * 100 / total if total else 0.0,
                          # a term of another field: the same search narrowed to it
-                         "narrow": None if histogram or field == "signature" or field not in FIELDS else
+                         "narrow": None if histogram or field == "signature" or field not in FIELDS
+                         or len(base) > MAX_NARROWING_QUERY else
                          query_string(pairs + [(field, _narrowing(FIELDS[field], bucket["term"]))],
                                       _results_offset=None),
                          "sub": [{"key": sub_key, "terms": sub if isinstance(sub, list) else None,
@@ -251,7 +262,8 @@ def page(store, pairs, unredacted, now):
         total = result["total"]
         number = query.results_number if query else _number(pairs, "_results_number", contract.DEFAULT_RESULTS_NUMBER)
         offset = query.results_offset if query else _number(pairs, "_results_offset", 0)
-        columns = list(query.columns) if query else (list(result["hits"][0]) if result["hits"] else data["form"]["columns"])
+        columns = (list(query.columns) if query else
+                   list(result["hits"][0]) if result["hits"] else data["form"]["columns"])
         after = offset + number
         data.update({
             "total": total, "columns": columns, "hits": result["hits"], "offset": offset, "number": number,

@@ -176,6 +176,13 @@ def test_no_search_configured_exits_1_in_one_line(url, monkeypatch):
     assert "email" in ok(run(url, "search", "fields"))  # the field list needs no engine
 
 
+@pytest.mark.parametrize("args", [["product=Firefox"], ["reindex"], ["status"], ["fields"]])
+def test_a_missing_store_fails_and_nothing_is_created(tmp_path, args):
+    missing = tmp_path / "nowhere"
+    assert "tables create" in fails(run(f"embedded://{missing}", "search", *args), 1)
+    assert not missing.exists()
+
+
 def test_search_unavailable_exits_1_in_one_line(url, monkeypatch):
     def unavailable(self, *args, **kwargs):
         raise SearchUnavailable("the search engine did not answer")
@@ -253,6 +260,13 @@ def test_reindex_draws_a_progress_bar_on_a_terminal(url):
     assert proc.returncode == 0, drawn
     assert b"reindex" in drawn and str(len(CRASHES)).encode() in drawn
     assert proc.stdout.decode().startswith(f"indexed {len(CRASHES)} crash(es)")
+
+
+def test_every_command_sees_an_embedded_stores_own_search(url):
+    """The commands' shared opener searches as open_store does: ``queue status`` (and ``web``)
+    saw no search on an embedded store."""
+    search = json.loads(ok(run(url, "queue", "status", "--json")))["search"]
+    assert search["configured"] is True and search["documents"] == len(CRASHES)
 
 
 def test_search_url_names_another_index(url, tmp_path):

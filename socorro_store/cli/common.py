@@ -10,8 +10,10 @@ import sys
 import click
 
 from ..backends import open_backend
+from ..config import parse_url
 from ..crashstore.store import CrashStore
 from ..schema.labels import label
+from ..search.engines import resolve_search_url
 
 
 # ASCII only: int() and float() also take "8_000", "+80", " 80" and other scripts' digits
@@ -91,11 +93,15 @@ def open_existing(ctx, local_url=None):
     return open_backend(url_of(ctx, local_url), create=False)
 
 
-def open_existing_store(ctx, local_url=None):
-    """A :class:`CrashStore` on an existing store (see :func:`open_existing`)."""
+def open_existing_store(ctx, local_url=None, search_url=None):
+    """A :class:`CrashStore` on an existing store (see :func:`open_existing`), searching as
+    ``open_store`` does: ``search_url``, else ``$SOCORRO_SEARCH_URL``, else an embedded store's
+    own directory (without it, ``web`` and ``queue status`` would see no search there)."""
+    url = url_of(ctx, local_url)
     backend = open_existing(ctx, local_url)
     try:
-        return CrashStore(backend)
+        directory = backend.directory if parse_url(url).scheme == "embedded" else None
+        return CrashStore(backend, search_url=resolve_search_url(search_url, directory))
     except BaseException:
         backend.close()
         raise

@@ -12,13 +12,10 @@ import sys
 
 import click
 
-from ..config import parse_url
-from ..crashstore.store import CrashStore
 from ..schema.labels import label
 from ..search.engines import ENV_VAR as SEARCH_ENV_VAR
-from ..search.engines import resolve_search_url
 from ..search.fields import DEFAULT_COLUMNS, FIELDS
-from .common import AsciiInt, SummaryGroup, echo_json, emit_list, open_existing, url_of
+from .common import AsciiInt, SummaryGroup, echo_json, emit_list, open_existing_store
 
 #: the name the query form is registered under (hidden; ``search PARAM…`` resolves to it)
 QUERY = "query"
@@ -56,18 +53,6 @@ def search_url_option(command):
     return click.option("--search-url", default=None, metavar="URL",
                         help=f"Search URL (default: ${SEARCH_ENV_VAR}, else an embedded store's own; none: no search)."
                         )(command)
-
-
-def _open(ctx, search_url):
-    """The store of the command's URL, never created, searching as ``open_store`` would:
-    ``search_url``, else ``$SOCORRO_SEARCH_URL``, else an embedded store's own directory."""
-    backend = open_existing(ctx)
-    try:
-        directory = backend.directory if parse_url(url_of(ctx)).scheme == "embedded" else None
-        return CrashStore(backend, search_url=resolve_search_url(search_url, directory))
-    except BaseException:
-        backend.close()
-        raise
 
 
 def _pairs(params, shorthands):
@@ -177,7 +162,7 @@ def query_command(ctx, search_url, params, facet, column, sort, number, offset, 
     """Search crashes with Super Search's parameters (see `socorro-store search --help`)."""
     pairs = _pairs(params, {"facet": facet, "column": column, "sort": sort,
                             "number": [] if number is None else [number], "offset": [] if offset is None else [offset]})
-    with _open(ctx, search_url) as store:
+    with open_existing_store(ctx, search_url=search_url) as store:
         response = store.super_search(pairs, unredacted=True)
     if fmt == "json":
         echo_json(response)
@@ -206,7 +191,7 @@ def _field_rows(fields):
 @click.pass_context
 def fields_command(ctx, search_url, as_json):
     """The searchable fields: name, type, public or protected, description."""
-    with _open(ctx, search_url) as store:
+    with open_existing_store(ctx, search_url=search_url) as store:
         fields = store.search_fields(unredacted=True)
     if as_json:
         echo_json(fields)
@@ -243,7 +228,7 @@ def _counter(as_json):
 def reindex_command(ctx, search_url, since, until, as_json):
     """Rebuild the search index from the crash rows (idempotent), with a progress bar on stderr."""
     progress, close = _counter(as_json)
-    with _open(ctx, search_url) as store:
+    with open_existing_store(ctx, search_url=search_url) as store:
         try:
             report = store.reindex_search(since=since, until=until, progress=progress)
         finally:
@@ -261,7 +246,7 @@ def reindex_command(ctx, search_url, since, until, as_json):
 @click.pass_context
 def status_command(ctx, search_url, as_json):
     """The search engine: configured or not, its URL, documents held, changes pending, lag."""
-    with _open(ctx, search_url) as store:
+    with open_existing_store(ctx, search_url=search_url) as store:
         status = store.search_status()
     if as_json:
         echo_json(status)

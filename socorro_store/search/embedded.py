@@ -64,6 +64,8 @@ class EmbeddedSearch(SearchEngine):
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+            self._since_analyze = 0
+            self._analyzed = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
         except (OSError, sqlite3.Error) as exc:
             self.close()
             raise SearchUnavailable(f"search index {self.path}: {exc}") from None
@@ -135,12 +137,24 @@ class EmbeddedSearch(SearchEngine):
                     values = [self._row(conn, doc) for doc in rows]
                     conn.executemany(_UPSERT, values)
                     conn.execute("COMMIT")
+                    self._since_analyze += len(values)
                 except BaseException:
                     self._ids.clear()  # ids given in the rolled-back transaction are void
                     conn.execute("ROLLBACK")
                     raise
+                if self._since_analyze >= max(10_000, self._analyzed):
+                    self._analyze(conn)
             except sqlite3.Error as exc:
                 raise SearchUnavailable(f"search index {self.path}: {exc}") from None
+
+    def _analyze(self, conn):
+        """Refresh the planner's statistics each time the index has about doubled: with none,
+        SQLite drives a 3-filter query from the least selective (field, date) index (platform
+        rather than version); a full ``ANALYZE docs`` takes about 0.5 s at a million documents."""
+        conn.execute("PRAGMA analysis_limit=0")
+        conn.execute("ANALYZE docs")
+        self._analyzed = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+        self._since_analyze = 0
 
     def delete(self, crash_ids):
         ids = [crash_ids] if isinstance(crash_ids, str) else list(crash_ids)
@@ -257,7 +271,7 @@ class EmbeddedSearch(SearchEngine):
                 response["total"] = total
                 if query.results_number and query.results_offset < total:
                     rows = conn.execute(
-                        f"SELECT {select} FROM temp.m CROSS JOIN docs d ON d.id = m.id "
+                        f"SELECT {select} FROM docs d WHERE d.id IN temp.m "
                         f"ORDER BY {order} LIMIT ? OFFSET ?",
                         (query.results_number, query.results_offset))
                     response["hits"] = [_hit(query.columns, row) for row in rows]

@@ -19,7 +19,8 @@ once given means that value for good; a writer may cache them.
 
 A query runs in a read transaction: the ids of the matching documents go into a temporary table
 ``m`` once (the filters, some of them Python functions, are evaluated once), then the total, the
-page of hits and every facet read ``m`` joined to ``docs``.  Facets are SQL ``GROUP BY`` s; a
+page of hits and every facet read the documents ``WHERE d.id IN temp.m`` (a join written as a
+join lets SQLite build a Bloom filter over all of ``docs`` first: 5x slower at a million).  Facets are SQL ``GROUP BY`` s; a
 facet's sub-aggregations are one more ``GROUP BY`` over (parent keys, own key) each, not one query
 per term.
 """
@@ -370,8 +371,7 @@ class Aggregator:
     def _groups(self, own, parents, restrict):
         where, params = self._scope(parents, restrict, own)
         keys = ", ".join(parents + [own])
-        sql = (f"SELECT {keys}, count(*) FROM temp.m CROSS JOIN docs d ON d.id = m.id "
-               f"WHERE {where} GROUP BY {keys}")
+        sql = f"SELECT {keys}, count(*) FROM docs d WHERE d.id IN temp.m AND {where} GROUP BY {keys}"
         groups = {}
         for row in self.conn.execute(sql, params):
             groups.setdefault(tuple(row[:-2]), []).append((row[-2], row[-1]))
@@ -382,7 +382,7 @@ class Aggregator:
         where, params = self._scope(parents, restrict)
         select = ", ".join(parents + [f"count(DISTINCT {own})"])
         group = f" GROUP BY {', '.join(parents)}" if parents else ""
-        sql = f"SELECT {select} FROM temp.m CROSS JOIN docs d ON d.id = m.id WHERE {where}{group}"
+        sql = f"SELECT {select} FROM docs d WHERE d.id IN temp.m AND {where}{group}"
         return {tuple(row[:-1]): row[-1] for row in self.conn.execute(sql, params)}
 
     def _terms_key(self, field):

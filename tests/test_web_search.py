@@ -361,3 +361,23 @@ def test_many_filter_values_keep_the_page_small_and_survive_a_submission(client)
     refused = client.get("/search/", query_string=[("product", f"P{i}") for i in range(10_000)])
     assert refused.status_code == 400 and 'data-parameter="product"' in refused.get_data(as_text=True)
     assert len(refused.get_data()) < 2_000_000
+
+
+def test_the_footers_search_figures_are_read_once_for_many_views(search_store, monkeypatch):
+    store, _crashes = search_store
+    reads = []
+    real = store.search_status
+    monkeypatch.setattr(store, "search_status", lambda: reads.append(1) or real())
+    client = create_app(store, now=lambda: NOW).test_client()
+    for path in ("/", "/search/", "/", "/search/?product=Fenix"):
+        assert 'id="search-lag"' in client.get(path).get_data(as_text=True)
+    assert len(reads) == 1  # the views within STATUS_SECONDS share one read
+
+    from socorro_store.web.search_page import StatusCache  # noqa: PLC0415
+
+    moment = [0.0]
+    cache = StatusCache(store, seconds=10, clock=lambda: moment[0])
+    cache.get(), cache.get()
+    moment[0] = 10.0
+    cache.get()
+    assert len(reads) == 3

@@ -92,6 +92,7 @@ def create_app(store, unredacted=False, now=None, public_fields=None, request_ti
     reads = Readers(request_timeout, readers)
     app.extensions["socorro_store.readers"] = reads
     clock = now or (lambda: datetime.now(timezone.utc))
+    search_figures = search_page.StatusCache(store)  # the footers' search lag, shared by requests
 
     def data(build):
         """The page's data, built on the reader threads: the query's arguments and the clock are
@@ -124,8 +125,7 @@ def create_app(store, unredacted=False, now=None, public_fields=None, request_ti
     @app.get("/")
     def home():
         moment = clock()
-        return page("home.html", lambda: {**pages.home(store, moment),
-                                           "search_status": search_page.search_status(store)})
+        return page("home.html", lambda: {**pages.home(store, moment), "search_status": search_figures.get()})
 
     @app.get("/topcrashers/")
     def top_crashers():
@@ -176,7 +176,7 @@ def create_app(store, unredacted=False, now=None, public_fields=None, request_ti
             except SocorroStoreError as exc:
                 found, status = search_page.refused(pairs, unredacted, exc)
         else:
-            found, status = data(lambda: search_page.page(store, pairs, unredacted, moment))
+            found, status = data(lambda: search_page.page(store, pairs, unredacted, moment, search_figures.get))
         return render_template("search.html", data=found, unredacted=unredacted), status
 
     @app.get("/api/SuperSearch/", strict_slashes=False)

@@ -18,6 +18,8 @@ Every function here takes the query's parameters as ``(name, value)`` pairs in U
 builds no URL paths but ``/search/`` query strings; the templates link the rest.
 """
 
+import threading
+import time
 from urllib.parse import urlencode
 
 from ..errors import (ProtectedField, SearchNotConfigured, SearchParameterError, SearchUnavailable,
@@ -38,6 +40,8 @@ OPERATOR_CHOICES = (
 _VALUELESS = ("__null__", "__true__")
 # longest first: ">=" before ">"
 _PREFIXES = (">=", "<=", ">", "<", "=", "~", "^", "$", "@")
+#: seconds the footer's search figures are reused for (:class:`StatusCache`)
+STATUS_SECONDS = 10
 #: filter rows the form shows at most (the others are kept as hidden fields)
 MAX_FORM_ROWS = 50
 #: facet terms link the search narrowed to them only under this length of query string (each
@@ -87,6 +91,23 @@ def search_status(store):
     except SocorroStoreError:
         return None
     return found if found.get("configured") else None
+
+
+class StatusCache:
+    """:func:`search_status`, read at most once every ``seconds`` for all requests: the figures
+    count the feed's pending change records (a scan of up to 10,000 rows) and the index's
+    documents, too dear for every view of the home page."""
+
+    def __init__(self, store, seconds=STATUS_SECONDS, clock=time.monotonic):
+        self.store, self.seconds, self.clock = store, seconds, clock
+        self._lock = threading.Lock()
+        self._read_at = self._value = None
+
+    def get(self):
+        with self._lock:  # one reader refreshes; the others wait for its figures
+            if self._read_at is None or self.clock() - self._read_at >= self.seconds:
+                self._value, self._read_at = search_status(self.store), self.clock()
+            return self._value
 
 
 def split_value(raw):
@@ -233,9 +254,10 @@ def refused(pairs, unredacted, exc):
             "result": None, "search_status": None, "form": _form(pairs, unredacted, None)}, status
 
 
-def page(store, pairs, unredacted, now):
+def page(store, pairs, unredacted, now, figures=None):
     """``(data, status)`` of ``/search/``: the form's state and, unless the search was refused,
-    the answer laid out (facet tabs, the hit columns, paging links' query strings)."""
+    the answer laid out (facet tabs, the hit columns, paging links' query strings).  ``figures``:
+    a callable giving the footer's search figures (default :func:`search_status`)."""
     data = {"error": None, "parameter": None, "not_configured": None, "result": None,
             "api_query": query_string(pairs), "search_status": None}
     status = 200
@@ -275,5 +297,5 @@ def page(store, pairs, unredacted, now):
             "beyond_window": number and after < total and after + number > contract.MAX_RESULTS_WINDOW,
             "errors": result.get("errors") or []})
     if data["not_configured"] is None:
-        data["search_status"] = search_status(store)
+        data["search_status"] = figures() if figures is not None else search_status(store)
     return data, status

@@ -231,3 +231,23 @@ def test_a_feeding_writer_killed_mid_ingest_loses_no_save(tmp_path):
         # a save killed between its record and its crash row leaves a record the feed keeps for
         # the pending window; what is indexed equals the crash rows either way
         assert found == processed_rows
+
+
+def test_ping_and_queue_status_show_how_far_derivation_lags(tmp_path):
+    import json
+
+    from cli_helpers import run
+
+    url = f"embedded://{tmp_path / 'store'}"
+    with open_store(url, search_feed=False) as store:
+        store.create_tables()
+        _save(store, 2)
+    answer = json.loads(run(url, "ping", "--json").stdout)
+    assert answer["changes_waiting"] == 2 and answer["derivation_lag_seconds"] >= 0
+    printed = run(url, "queue", "status").stdout
+    assert "search feed: 2 changes waiting, oldest" in printed
+    with open_store(url, search_feed=False) as store:
+        store.settle()
+    answer = json.loads(run(url, "ping", "--json").stdout)
+    assert answer["changes_waiting"] == 0 and answer["derivation_lag_seconds"] is None
+    assert "search feed: 0 changes waiting, 2 crashes indexed" in run(url, "queue", "status").stdout

@@ -6,6 +6,8 @@ import click
 from ..backends import open_backend
 from ..config import parse_url, with_options
 from ..errors import ConfigError
+from ..crashstore.search_feed import pending_changes
+from ..schema import keys as K
 from ..schema import table_admin as admin
 from .common import AsciiFloat, AsciiInt, echo_json, local_url_option, open_existing, url_of
 
@@ -82,6 +84,9 @@ def ping(ctx, as_json):
     url = with_options(url_of(ctx), retries=0) if parse_url(url_of(ctx)).scheme == "hbase" else url_of(ctx)
     with open_backend(url, create=False) as backend:
         answer = admin.ping(backend)
+        if as_json and K.CHANGES in backend.list_tables():  # how far the derived views lag
+            waiting, age = pending_changes(backend)
+            answer["changes_waiting"], answer["derivation_lag_seconds"] = waiting, age and round(age, 3)
     if as_json:
         echo_json({"url": parse_url(url_of(ctx)).text, **answer})
         return

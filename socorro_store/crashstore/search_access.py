@@ -15,7 +15,7 @@ from ..schema.specs import SALTS
 from ..schema.timeparse import parse_day
 from ..search.engines import open_search_engine
 from . import change_records
-from .search_feed import _ROW_COLUMNS, SearchFeed, crash_document
+from .search_feed import _ROW_COLUMNS, SearchFeed, crash_document, pending_changes
 
 #: crash rows read per call by ``reindex``
 REINDEX_PAGE = 500
@@ -89,8 +89,7 @@ class StoreSearch:
         out = {"configured": self.configured, "url": self.url, "documents": None, "pending": 0, "lag_seconds": None,
                "feeding": False, "last_error": None}
         if change_records.enabled(self.backend):
-            feed = SearchFeed(self.backend, None, background=False) if self._feed is None else self._feed
-            out["pending"], age = feed.pending()
+            out["pending"], age = pending_changes(self.backend)
             out["lag_seconds"] = None if age is None else round(age, 3)
         if self.configured:
             try:

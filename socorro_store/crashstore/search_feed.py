@@ -69,6 +69,21 @@ def crash_document(crash_id, cells):
     return doc
 
 
+def pending_changes(backend, limit=10_000):
+    """``(records waiting, age in seconds of the oldest, or None)``: how far the feed lags, from
+    one bounded scan of the change records (up to ``limit`` counted)."""
+    oldest, count = None, 0
+    for key, _cells in backend.scan(K.CHANGES, start=None, stop=C.RECORDS_STOP, columns=[K.COL_CHANGE_ID], limit=limit):
+        try:
+            stamp = C.parse_change_record_key(key)[1]
+        except InvalidArgument:
+            continue
+        count += 1
+        made = C.stamp_time_ns(stamp)
+        oldest = made if oldest is None else min(oldest, made)
+    return count, (None if oldest is None else max(0.0, (time.time_ns() - oldest) / 1e9))
+
+
 class SearchFeed:
     """The feed of one store into one search engine (see the module docstring).
 
@@ -202,18 +217,8 @@ class SearchFeed:
                 time.sleep(0.05)
 
     def pending(self, limit=10_000):
-        """``(records waiting, age in seconds of the oldest, or None)``: up to ``limit`` counted."""
-        oldest, count = None, 0
-        for key, _cells in self.backend.scan(K.CHANGES, start=None, stop=C.RECORDS_STOP, columns=[K.COL_CHANGE_ID],
-                                             limit=limit):
-            try:
-                stamp = C.parse_change_record_key(key)[1]
-            except InvalidArgument:
-                continue
-            count += 1
-            made = C.stamp_time_ns(stamp)
-            oldest = made if oldest is None else min(oldest, made)
-        return count, (None if oldest is None else max(0.0, (time.time_ns() - oldest) / 1e9))
+        """See :func:`pending_changes`."""
+        return pending_changes(self.backend, limit)
 
     # -- the background feeder ------------------------------------------------------------
     def _run(self):

@@ -15,12 +15,12 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from cli_helpers import copy_url, fails, ok, run
+from store_helpers import crash_id, processed, raw_crash
 
 from socorro_store import open_store
 from socorro_store.crashstore.store import CrashStore
 from socorro_store.errors import SearchUnavailable
 from socorro_store.search.fields import DEFAULT_COLUMNS, FIELDS
-from store_helpers import crash_id, processed, raw_crash
 
 #: the crashes' day: yesterday, inside search's default range (the last 7 days)
 DAY = (datetime.now(timezone.utc) - timedelta(days=1)).replace(hour=8, minute=0, second=0, microsecond=0)

@@ -7,7 +7,7 @@ import socorro_store
 
 PACKAGE = Path(socorro_store.__file__).parent
 # Rank of each part of the package: a module imports only lower ranks, or its own folder.
-RANKS = {"errors": 0, "checks": 0, "files": 0, "config": 1, "schema": 1, "engine": 2, "backends": 3, "gateway": 3,
+RANKS = {"errors": 0, "checks": 0, "files": 0, "config": 1, "schema": 1, "engine": 2, "backends": 3, "gateway": 3, "search": 3,
          "crashstore": 4, "jobs": 5, "web": 5, "demo": 6, "cli": 7, "__init__": 8, "__main__": 9}
 
 

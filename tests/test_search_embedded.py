@@ -350,6 +350,18 @@ def test_concurrent_readers_while_indexing(tmp_path):
     assert errors == [] and seen
 
 
+def test_a_thread_per_search_does_not_keep_a_connection_per_thread(engine):
+    def open_files():
+        return sum(1 for fd in os.listdir("/proc/self/fd")
+                   if os.path.realpath(f"/proc/self/fd/{fd}") == os.path.realpath(engine.path))
+
+    for _ in range(30):
+        thread = threading.Thread(target=engine.search, args=(query(),))
+        thread.start()
+        thread.join()
+    assert open_files() <= 9
+
+
 def test_many_values_are_one_parameter(engine):
     values = [cond("version", "=", f"v{i}") for i in range(10_000)] + [cond("version", "=", "120.0")]
     assert uuids(engine, where("version", *values)) == ["a", "c"]

@@ -2,8 +2,9 @@
 
 ``EmbeddedSearch(path)`` keeps its documents in the file at ``path`` (created 0600 with its
 directory; WAL mode, so many readers go on while one writer indexes).  The schema and the query
-translation are in :mod:`.embedded_sql`.  Thread-safe: each thread reads through its own
-connection; writes are serialized by a lock and ``BEGIN IMMEDIATE`` (also across processes).
+translation are in :mod:`.embedded_sql`.  Thread-safe: a search takes a reader connection from
+a small pool (a threaded web server starts a thread per request, so not one per thread); writes
+are serialized by a lock and ``BEGIN IMMEDIATE`` (also across processes).
 
 **Time budget.** A search runs at most ``budget_seconds`` (default 10 s): a SQLite progress
 handler and the Python predicates (``~ ^ $ @``, negations) check the clock, and a query past it
@@ -18,6 +19,7 @@ the store's default) a commit survives a killed process, with ``sync="full"`` al
 """
 
 import json
+import contextlib
 import os
 import sqlite3
 import threading
@@ -32,6 +34,8 @@ from .fields import FIELDS, analyze
 BUSY_TIMEOUT_MS = 30000
 #: SQLite virtual-machine steps between two checks of the clock
 _PROGRESS_STEPS = 20000
+#: reader connections kept open between searches
+_IDLE_READERS = 8
 
 
 class EmbeddedSearch(SearchEngine):
@@ -42,9 +46,9 @@ class EmbeddedSearch(SearchEngine):
         self.url = "embedded://" + self.path
         self.sync = "FULL" if sync == "full" else "NORMAL"
         self.budget_seconds = budget_seconds
-        self._local = threading.local()
-        self._connections = []
-        self._lock = threading.Lock()          # guards _connections and _closed
+        self._connections = []                 # every open connection (closed by close())
+        self._idle = []                        # readers not in use
+        self._lock = threading.Lock()          # guards _connections, _idle and _closed
         self._write_lock = threading.Lock()
         self._closed = False
         self._ids = {}                          # field -> {value: id}; ids never change (embedded_sql)
@@ -91,14 +95,30 @@ class EmbeddedSearch(SearchEngine):
             self._connections.append((conn, ctx_holder))
         return conn, ctx_holder
 
-    def _reader(self):
-        pair = getattr(self._local, "conn", None)
-        if pair is None or self._closed:
+    @contextlib.contextmanager
+    def _reading(self):
+        """A reader connection and its predicate holder, for this call only: a pool, not one per
+        thread, since a threaded web server starts a thread per request."""
+        with self._lock:
+            if self._closed:
+                raise SearchUnavailable(f"search index {self.path} is closed")
+            pair = self._idle.pop() if self._idle else None
+        if pair is None:
             try:
-                pair = self._local.conn = self._connect()
+                pair = self._connect()
             except sqlite3.Error as exc:
                 raise SearchUnavailable(f"search index {self.path}: {exc}") from None
-        return pair
+        try:
+            yield pair
+        finally:
+            with self._lock:
+                keep = not self._closed and len(self._idle) < _IDLE_READERS
+                if keep:
+                    self._idle.append(pair)
+                elif pair in self._connections:
+                    self._connections.remove(pair)
+            if not keep:
+                pair[0].close()
 
     def _add_new_fields(self, conn):
         """Columns and tables of fields added since the file was made (their values come with a
@@ -113,7 +133,7 @@ class EmbeddedSearch(SearchEngine):
     def close(self):
         with self._lock:
             self._closed = True
-            connections, self._connections = self._connections, []
+            connections, self._connections, self._idle = self._connections, [], []
         for conn, _ctx in connections:
             try:
                 conn.close()
@@ -212,9 +232,9 @@ class EmbeddedSearch(SearchEngine):
     # --- reads ---------------------------------------------------------------------------
 
     def count(self):
-        conn, _ctx = self._reader()
         try:
-            return conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+            with self._reading() as (conn, _ctx):
+                return conn.execute("SELECT count(*) FROM docs").fetchone()[0]
         except sqlite3.Error as exc:
             raise SearchUnavailable(f"search index {self.path}: {exc}") from None
 
@@ -228,9 +248,9 @@ class EmbeddedSearch(SearchEngine):
             where.append("c_date < ?")
             params.append(q.micros(end))
         sql = "SELECT uuid FROM docs" + (" WHERE " + " AND ".join(where) if where else "")
-        conn, _ctx = self._reader()
         try:
-            return [row[0] for row in conn.execute(sql, params).fetchall()]
+            with self._reading() as (conn, _ctx):
+                return [row[0] for row in conn.execute(sql, params).fetchall()]
         except sqlite3.Error as exc:
             raise SearchUnavailable(f"search index {self.path}: {exc}") from None
 
@@ -251,7 +271,10 @@ class EmbeddedSearch(SearchEngine):
             raise SearchParameterError("_facets_size", f"must be 0 to {MAX_FACETS_SIZE}")
         if query.results_number < 0 or query.results_offset < 0:
             raise SearchParameterError("_results_number", "must not be negative")
-        conn, holder = self._reader()
+        with self._reading() as (conn, holder):
+            return self._search(conn, holder, query)
+
+    def _search(self, conn, holder, query):
         deadline = time.monotonic() + self.budget_seconds
 
         def expired():

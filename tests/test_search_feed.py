@@ -251,3 +251,25 @@ def test_ping_and_queue_status_show_how_far_derivation_lags(tmp_path):
     answer = json.loads(run(url, "ping", "--json").stdout)
     assert answer["changes_waiting"] == 0 and answer["derivation_lag_seconds"] is None
     assert "search feed: 0 changes waiting, 2 crashes indexed" in run(url, "queue", "status").stdout
+
+
+def test_the_global_search_url_option_reaches_every_command(tmp_path):
+    from click.testing import CliRunner
+
+    from socorro_store.cli import main
+
+    url = f"embedded://{tmp_path / 'store'}"
+    with open_store(url, search_feed=False) as store:
+        store.create_tables()
+        _save(store, 2)
+        store.settle()
+
+    def status(*options):
+        result = CliRunner().invoke(main, ["--url", url, *options, "queue", "status"], catch_exceptions=False)
+        return result.stdout.splitlines()[-1]
+
+    assert status() == "search feed: 0 changes waiting, 2 crashes indexed"
+    assert status("--search-url", "none").startswith("search (not configured) feed:")
+    elsewhere = tmp_path / "elsewhere"
+    assert status("--search-url", f"embedded://{elsewhere}").endswith("0 crashes indexed")
+    assert (elsewhere / "search.sqlite3").exists()

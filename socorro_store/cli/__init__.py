@@ -130,8 +130,11 @@ def _version():
 @click.version_option(_version(), "--version", prog_name="socorro-store", message="%(prog)s %(version)s")
 @click.option("--url", envvar=ENV_VAR, default=None, metavar="URL",
               help=f"Store URL (default: ${ENV_VAR}, else embedded://./socorro-data).")
+@click.option("--search-url", default=None, metavar="URL",
+              help="Search engine URL (default: $SOCORRO_SEARCH_URL, else an embedded store's own directory; "
+                   "none: no search).")
 @click.pass_context
-def main(ctx, url):
+def main(ctx, url, search_url):
     """socorro-store: Socorro's HBase crash storage, on an embedded engine, HBase or Cloud Bigtable.
 
     \b
@@ -141,7 +144,7 @@ def main(ctx, url):
       bigtable://PROJECT/INSTANCE    Cloud Bigtable (pip install 'socorro-store[bigtable]')
     """
     given = url if ctx.get_parameter_source("url") is click.core.ParameterSource.COMMANDLINE else None
-    ctx.obj = {"url": url, "given_url": given}
+    ctx.obj = {"url": url, "given_url": given, "search_url": search_url}
 
 
 for _name in COMMAND_MODULES:

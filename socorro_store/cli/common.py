@@ -101,6 +101,7 @@ def open_existing_store(ctx, local_url=None, search_url=None):
     backend = open_existing(ctx, local_url)
     try:
         directory = backend.directory if parse_url(url).scheme == "embedded" else None
+        search_url = search_url or (ctx.find_root().obj or {}).get("search_url")  # the command's, else the global one
         return CrashStore(backend, search_url=resolve_search_url(search_url, directory))
     except BaseException:
         backend.close()

@@ -12,6 +12,7 @@ import pytest
 from socorro_store.errors import InvalidArgument, SearchParameterError
 from socorro_store.search.contract import Cardinality, Condition, FieldFilter, Histogram, Query, Terms
 from socorro_store.search.embedded import EmbeddedSearch
+from socorro_store.search.fields import document_of
 
 T0 = datetime(2026, 11, 20, tzinfo=timezone.utc)
 
@@ -293,6 +294,26 @@ def test_a_bad_document_writes_nothing(engine):
     with pytest.raises(InvalidArgument, match="uuid"):
         engine.index([{"date": at(1)}])
     assert engine.count() == 4
+
+
+@pytest.mark.parametrize("key, value", [
+    ("build", "9" * 30), ("build", 2 ** 64), ("build", "9" * 5000), ("uptime", -(2 ** 63) - 1),
+    ("signature", "OOM \ud800"), ("startup_crash", [1]), ("startup_crash", {"a": 1}),
+    ("date_processed", "0001-01-01T00:00:00+01:00"), ("date_processed", "9999-12-31T23:59:59-01:00"),
+])
+def test_a_value_no_engine_can_hold_is_left_out_of_the_document(engine, key, value):
+    # a processed crash's odd value must not make the feed's batch fail for ever
+    doc = document_of({"uuid": "odd", key: value, "product": "Odd"})
+    assert doc == {"uuid": "odd", "product": "Odd"}
+    engine.index([doc])
+    assert uuids(engine, where("product", cond("product", "=", "Odd"))) == ["odd"]
+
+
+def test_64_bit_values_are_kept(engine):
+    doc = document_of({"uuid": "big", "build": str(2 ** 63 - 1), "uptime": -(2 ** 63)})
+    assert doc == {"uuid": "big", "build_id": 2 ** 63 - 1, "uptime": -(2 ** 63)}
+    engine.index([doc])
+    assert uuids(engine, where("build_id", cond("build_id", "=", 2 ** 63 - 1))) == ["big"]
 
 
 def test_documents_persist_across_reopening(tmp_path):

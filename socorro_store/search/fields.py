@@ -125,7 +125,8 @@ def document_of(processed_crash):
     keeps strings, an integer field integers (a numeric string such as a ``build`` of
     ``"20261120093000"`` is converted), a boolean field booleans (Socorro's ``"1"``/``"0"`` and
     1/0 too), a date field an ISO 8601 string with a time zone (naive times are UTC), kept as
-    that string's UTC form ``YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00``.
+    that string's UTC form ``YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00``.  Strings that are not valid
+    Unicode (lone surrogates) and integers beyond 64 bits are left out too.
     """
     doc = {}
     for field in FIELDS.values():
@@ -135,24 +136,35 @@ def document_of(processed_crash):
     return doc
 
 
+def _encodable(text):
+    """Whether ``text`` is valid Unicode (JSON's ``\\ud800`` escapes decode to lone surrogates,
+    which no engine can store)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _typed(field, value):
     from datetime import datetime, timezone
 
     if value is None:
         return None
     if field.is_string:
-        return value if isinstance(value, str) else None
+        return value if isinstance(value, str) and _encodable(value) else None
     if field.type == "integer":
         if isinstance(value, bool):
             return None
-        if isinstance(value, int):
-            return value
-        if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit():
-            return int(value)
-        return None
+        if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit() and len(value) <= 20:
+            value = int(value)
+        # 64 bits, as Elasticsearch's long: a bigger number could not be indexed by any engine
+        return value if isinstance(value, int) and -(2 ** 63) <= value < 2 ** 63 else None
     if field.type == "boolean":
         if isinstance(value, bool):
             return value
+        if not isinstance(value, (str, int)):
+            return None
         return {"1": True, "0": False, 1: True, 0: False, "true": True, "false": False}.get(value)
     if field.type == "date":
         if not isinstance(value, str):
@@ -163,5 +175,8 @@ def _typed(field, value):
             return None
         if when.tzinfo is None:
             when = when.replace(tzinfo=timezone.utc)
-        return when.astimezone(timezone.utc).isoformat()
+        try:
+            return when.astimezone(timezone.utc).isoformat()
+        except OverflowError:  # a time zone moves it past year 1 or 9999
+            return None
     return None

@@ -142,6 +142,7 @@ def test_a_refused_parameter_is_a_400_naming_it_on_the_api_and_the_page(client, 
 
 PROTECTED_USES = [f"{PROTECTED[0]}=~x", f"_columns={PROTECTED[0]}", f"_facets={PROTECTED[0]}", f"_sort={PROTECTED[0]}",
                   f"_sort=-{PROTECTED[0]}", f"_aggs.signature={PROTECTED[0]}", f"_facets=_cardinality.{PROTECTED[0]}",
+                  f"_histogram.date={PROTECTED[0]}", f"_aggs.signature=_cardinality.{PROTECTED[0]}",
                   *(f"{name}=__null__" for name in PROTECTED)]
 
 

@@ -26,6 +26,7 @@ from ..errors import (ProtectedField, SearchNotConfigured, SearchParameterError,
                       SocorroStoreError)
 from ..search import contract
 from ..search.fields import DEFAULT_COLUMNS, FIELDS
+from ..search.query import parse_search
 
 #: the parameters of the page's form only (joined into the API's by :func:`canonical`)
 FORM_PARAMETERS = ("f", "op", "v", "date_from", "date_to")
@@ -272,9 +273,7 @@ def page(store, pairs, unredacted, now, figures=None):
             data["parameter"] = answer.get("parameter") or answer.get("field")
     query = None
     if status != 400 and status != 403:
-        from ..search.query import parse_search  # noqa: PLC0415 - the other search helpers' module, read lazily
-
-        try:
+        try:  # the parser's reading of the query (its defaults): the form and paging show it
             query = parse_search(pairs, now=now, unredacted=unredacted)
         except SocorroStoreError:
             query = None

@@ -301,7 +301,11 @@ class EmbeddedSearch(SearchEngine):
                 response["facets"] = q.Aggregator(conn, query.facets_size).run(query.facets)
                 conn.execute("DROP TABLE temp.m")
             finally:
-                conn.execute("COMMIT")
+                # read-only, so end it either way; an interrupted statement may have ended it
+                # already, and a connection must go back to the pool outside any transaction
+                conn.set_progress_handler(None, 0)
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
         except (sqlite3.OperationalError, q.Budget) as exc:
             if expired() or isinstance(exc, q.Budget) or "interrupted" in str(exc):
                 raise SearchParameterError(

@@ -273,3 +273,25 @@ def test_the_global_search_url_option_reaches_every_command(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     assert status("--search-url", f"embedded://{elsewhere}").endswith("0 crashes indexed")
     assert (elsewhere / "search.sqlite3").exists()
+
+
+def test_a_document_the_engine_refuses_is_dead_lettered_not_retried_for_ever(store):
+    ids = _save(store, 3)
+    feed = store.search.feed()
+    real_index = feed.engine.index
+
+    def refuse_one(documents):
+        if any(doc["uuid"] == ids[1] for doc in documents):
+            raise ValueError("this document cannot be indexed")
+        return real_index(documents)
+
+    feed.engine.index = refuse_one
+    assert store.settle()
+    assert _records(store) == []  # consumed: the feed goes on
+    assert set(_found(store)) == {ids[0], ids[2]}
+    status = store.search_status()
+    assert [d["crash_id"] for d in status["dead_lettered"]] == [ids[1]]
+    assert "cannot be indexed" in status["dead_lettered"][0]["problem"]
+    feed.engine.index = real_index  # fixed: reindex takes it back and clears the dead letter
+    assert store.reindex_search()["indexed"] == 3
+    assert set(_found(store)) == set(ids) and store.search_status()["dead_lettered"] == []

@@ -10,12 +10,14 @@ import time
 from datetime import datetime, timedelta, timezone
 
 from ..errors import BackendError, BackendUnavailable, InvalidArgument, SearchNotConfigured, SearchUnavailable
+from ..backends import RowMutation
+from ..schema import change_keys as C
 from ..schema import keys as K
 from ..schema.specs import SALTS
 from ..schema.timeparse import parse_day
 from ..search.engines import open_search_engine
 from . import change_records
-from .search_feed import _ROW_COLUMNS, SearchFeed, crash_document, pending_changes
+from .search_feed import _ROW_COLUMNS, SearchFeed, crash_document, dead_lettered, index_documents, pending_changes
 
 #: crash rows read per call by ``reindex``
 REINDEX_PAGE = 500
@@ -85,11 +87,13 @@ class StoreSearch:
         return fields_document(unredacted=unredacted)
 
     def status(self):
-        """``{"configured", "url", "documents", "pending", "lag_seconds", "feeding", "last_error"}``."""
+        """``{"configured", "url", "documents", "pending", "lag_seconds", "feeding", "last_error",
+        "dead_lettered": [{"crash_id", "problem"}] (up to 100)}``."""
         out = {"configured": self.configured, "url": self.url, "documents": None, "pending": 0, "lag_seconds": None,
-               "feeding": False, "last_error": None}
+               "feeding": False, "last_error": None, "dead_lettered": []}
         if change_records.enabled(self.backend):
             out["pending"], age = pending_changes(self.backend)
+            out["dead_lettered"] = [{"crash_id": cid, "problem": problem} for cid, problem in dead_lettered(self.backend)]
             out["lag_seconds"] = None if age is None else round(age, 3)
         if self.configured:
             try:
@@ -116,7 +120,7 @@ class StoreSearch:
         if since is not None and until <= since:
             raise InvalidArgument("--until must be after --since")
         out = {"indexed": 0, "removed": 0, "days": 0}
-        seen = set()
+        seen, still_dead = set(), set()
         for page in _crash_row_pages(self.backend, since, until):
             documents = []
             for row, cells in page:
@@ -129,11 +133,16 @@ class StoreSearch:
                 if document is not None:
                     documents.append(document)
             if documents:
-                engine.index(documents)
+                documents, dead = index_documents(self.backend, engine, documents)
+                still_dead.update(dead)
             out["indexed"] += len(documents)
             if progress is not None:
                 progress(len(page))
         bounds = [None if d is None else datetime(d.year, d.month, d.day, tzinfo=timezone.utc) for d in (since, until)]
+        revived = [RowMutation(C.FEED_DEAD_PREFIX + cid.encode("ascii"), delete_row=True)
+                   for cid, _problem in dead_lettered(self.backend, limit=None) if cid in seen - still_dead]
+        if revived:  # indexed at last
+            self.backend.mutate_rows(K.CHANGES, revived)
         stale = [cid for cid in engine.crash_ids(*bounds) if cid not in seen]
         if stale:
             engine.delete(stale)

@@ -69,6 +69,46 @@ def crash_document(crash_id, cells):
     return doc
 
 
+def index_documents(backend, engine, documents):
+    """Index ``documents``; return ``(indexed, dead-lettered crash ids)``.  A batch the engine
+    refuses for another reason than being unreachable is indexed one document at a time, and a
+    document it refuses alone is dead-lettered (:func:`dead_letter`): one crash never stops the
+    feed, and is never retried for ever."""
+    try:
+        engine.index(documents)
+        return documents, []
+    except (SearchUnavailable, BackendUnavailable):
+        raise
+    except Exception:  # noqa: BLE001 - the engine refused some document: find which
+        pass
+    indexed, dead = [], []
+    for document in documents:
+        try:
+            engine.index([document])
+            indexed.append(document)
+        except (SearchUnavailable, BackendUnavailable):
+            raise
+        except Exception as exc:  # noqa: BLE001 - recorded and visible
+            log.warning("search feed: crash %s dead-lettered: %s", document.get("uuid"), exc)
+            dead_letter(backend, document["uuid"], f"{type(exc).__name__}: {exc}")
+            dead.append(document["uuid"])
+    return indexed, dead
+
+
+def dead_letter(backend, crash_id, problem):
+    """Record that the search engine refused a crash's document (``~feed/dead/<crash id>``,
+    ``change:ooid`` = the problem): its change record is consumed, and ``search status`` lists
+    it; ``search reindex`` tries it again."""
+    backend.mutate_rows(K.CHANGES, [RowMutation(C.FEED_DEAD_PREFIX + crash_id.encode("ascii"),
+                                                {K.COL_CHANGE_ID: problem.encode("utf-8", "replace")[:1000]})])
+
+
+def dead_lettered(backend, limit=100):
+    """``[(crash id, problem)]`` of up to ``limit`` dead-lettered crashes."""
+    return [(row[len(C.FEED_DEAD_PREFIX):].decode("ascii", "replace"), cells[K.COL_CHANGE_ID].decode("utf-8", "replace"))
+            for row, cells in backend.scan(K.CHANGES, prefix=C.FEED_DEAD_PREFIX, columns=[K.COL_CHANGE_ID], limit=limit)]
+
+
 def pending_changes(backend, limit=10_000):
     """``(records waiting, age in seconds of the oldest, or None)``: how far the feed lags, from
     one bounded scan of the change records (up to ``limit`` counted)."""
@@ -166,7 +206,8 @@ class SearchFeed:
             if not self._hold_lease():
                 return None
             records = self._read_records()
-            out = {"records": sum(len(r) for r in records.values()), "indexed": 0, "removed": 0, "kept": 0}
+            out = {"records": sum(len(r) for r in records.values()), "indexed": 0, "removed": 0, "kept": 0,
+                   "dead_lettered": 0}
             if not records:
                 return out
             rows = {cid: K.crash_row_key(cid) for cid in records}
@@ -190,7 +231,8 @@ class SearchFeed:
                         documents.append(document)
                     consumed += ready
             if documents:
-                self.engine.index(documents)
+                documents, dead = index_documents(self.backend, self.engine, documents)
+                out["dead_lettered"] = len(dead)
             if removed:
                 self.engine.delete(removed)
             if consumed:

@@ -9,6 +9,8 @@ salt + crash id + ``/`` + stamp     one change record: a save that changed what 
                                     change itself: a record whose stamp the crash row does not hold
                                     yet belongs to a save still in flight (or one that failed)
 ``~feed/lease``                     ``change:lease`` = ``holder|expiry ns``: the one process feeding
+``~feed/dead/`` + crash id          a crash whose document the search engine refused
+                                    (``change:ooid`` = the problem): dead-lettered, not retried
 ==================================  =====================================================================
 
 A stamp is 28 ASCII bytes: 20 digits of nanoseconds since the epoch and 8 random hex digits.  Each
@@ -26,6 +28,8 @@ STAMP_LEN = 28
 _STAMP_RE = re.compile(rb"\A[0-9]{20}[0-9a-f]{8}\Z")
 #: the feed's lease row: ``~`` sorts after every salt, so a scan of records stops before it
 FEED_LEASE_ROW = b"~feed/lease"
+#: the feed's dead letters, one row per crash
+FEED_DEAD_PREFIX = b"~feed/dead/"
 #: a scan of ``[b"", RECORDS_STOP)`` reads every record and no other row
 RECORDS_STOP = b"~"
 

@@ -14,7 +14,8 @@ import pytest
 from socorro_store import open_store
 from socorro_store.backends import open_backend
 
-pytest_plugins = ["fixtures_gateway", "fixtures_hbase_docker", "fixtures_hbase_real", "fixtures_bigtable"]
+pytest_plugins = ["fixtures_gateway", "fixtures_hbase_docker", "fixtures_hbase_real", "fixtures_bigtable",
+                  "fixtures_opensearch"]
 
 # kind -> name of a session fixture returning a base URL for that kind
 SERVER_FIXTURES = {

@@ -44,8 +44,17 @@ def embedded_engine(path):
     return embedded.EmbeddedSearch(path / "search.sqlite3")
 
 
+def opensearch_engine(_path):
+    """An index of its own on the session's OpenSearch node (``fixtures_opensearch.py``)."""
+    from fixtures_opensearch import engine_url, fresh_index, shared_opensearch
+
+    from socorro_store.search.engines import open_search_engine
+
+    return open_search_engine(engine_url(shared_opensearch()[0], fresh_index("differential")))
+
+
 #: ``tmp_path -> SearchEngine`` factories: every engine runs every test of this module
-ENGINES = [pytest.param(embedded_engine, id="embedded")]
+ENGINES = [pytest.param(embedded_engine, id="embedded"), pytest.param(opensearch_engine, id="opensearch-real")]
 
 
 # -- the crashes ------------------------------------------------------------------------------
@@ -54,7 +63,8 @@ SIGNATURES = [
     "OOM | small", "oom | Small", "OOM | large | mozalloc_abort", "abort | OOM", "js::GC::Mark",
     "js::RunScript", "mozilla::ipc::MessageChannel::Send", "Shutdown hang: nsThread::Spin",
     "Ünïcødé::Fehler | Äpfel", "日本語 | クラッシュ", "a.b*c?d [x] (y)", "EMPTY: no crashing thread identified",
-    "", "@0x0", "core::panicking::panic_fmt",
+    "", "@0x0", "core::panicking::panic_fmt", "100% \\ CPU [spin] 'quoted'", "İstanbul | ＯＯＭ | ٣٤ | e\u0301t\u00e9",
+    "💥 | 𝔘nicode", "!important",
 ]
 
 #: processed-crash key -> (values, probability the crash has none)
@@ -195,7 +205,8 @@ class QueryMaker:
         if operator == "@":
             return rng.choice(REGEXES)
         if rng.random() < 0.15:
-            return rng.choice(["*", "?", ".", "|", "::", " ", "ü", "NoSuchValue", value.swapcase()])
+            return rng.choice(["*", "?", ".", "|", "::", " ", "ü", "%", "_", "\\", "[", "'", "💥", "NoSuchValue",
+                               value.swapcase()])
         if operator in ("~", "^", "$") and value:
             start = rng.randrange(len(value)) if operator != "^" else 0
             end = rng.randrange(start + 1, len(value) + 1) if operator != "$" else len(value)

@@ -4,6 +4,8 @@
 search URL            engine
 ====================  ==========================================================================
 ``embedded://DIR``    the embedded engine (:mod:`.embedded`): one SQLite file, ``DIR/search.sqlite3``
+``opensearch://H:P``  OpenSearch (:mod:`.opensearch`): ``opensearch://[USER:PASS@]HOST:PORT[,HOST:PORT...]``
+                      ``[?index=NAME&tls=1&refresh=true|wait_for]``, every host tried in turn
 ``none``              no search: searching raises :class:`~socorro_store.errors.SearchNotConfigured`
 ====================  ==========================================================================
 
@@ -52,5 +54,58 @@ def open_search_engine(search_url):
         except OSError as exc:
             raise ConfigError(f"search directory {directory!r}: {exc.strerror or exc}") from None
         return EmbeddedSearch(str(Path(directory) / EMBEDDED_FILE))
+    if text.lower().startswith("opensearch://"):
+        return _open_opensearch(text)
     scheme = text.partition("://")[0] if "://" in text else text
-    raise ConfigError(f"unknown search URL scheme {scheme!r} in {search_url!r}: expected embedded://DIR or none")
+    raise ConfigError(f"unknown search URL scheme {scheme!r} in {search_url!r}: "
+                      "expected embedded://DIR, opensearch://HOST:PORT or none")
+
+
+_OPENSEARCH_OPTIONS = ("index", "tls", "refresh")
+
+
+def _open_opensearch(text):
+    """``opensearch://[USER:PASS@]HOST:PORT[,HOST:PORT...][?index=NAME&tls=1&refresh=...]``."""
+    from urllib.parse import parse_qsl, unquote
+
+    rest = text[len("opensearch://"):]
+    rest, _, options_text = rest.partition("?")
+    credentials, at, hosts_text = rest.rpartition("@")
+    shown = f"opensearch://{hosts_text}"  # never the password, in any message
+    username = password = None
+    if at:
+        username, colon, password = credentials.partition(":")
+        if not colon or not username:
+            raise ConfigError(f"OpenSearch credentials in {shown} must be USER:PASSWORD@")
+        username, password = unquote(username), unquote(password)
+    hosts = []
+    for part in hosts_text.split(","):
+        host, colon, port = part.strip().rpartition(":")
+        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(f"OpenSearch URL {shown}: expected HOST:PORT[,HOST:PORT...], not {part!r}")
+        hosts.append(f"{host}:{port}")
+    options = dict(parse_qsl(options_text, keep_blank_values=True))
+    unknown = sorted(set(options) - set(_OPENSEARCH_OPTIONS))
+    if unknown:
+        raise ConfigError(f"OpenSearch URL {shown}: unknown option(s) {', '.join(unknown)} "
+                          f"(known: {', '.join(_OPENSEARCH_OPTIONS)})")
+    index = options.get("index", "socorro_search")
+    if not index or index != index.lower() or any(c in index for c in ' "*\\<|,>/?#:') or index[0] in "-_+":
+        raise ConfigError(f"OpenSearch URL {shown}: {index!r} is not an index name (lowercase, no \\/*?\"<>|, #:)")
+    refresh = options.get("refresh", "true")
+    if refresh not in ("true", "wait_for"):
+        raise ConfigError(f"OpenSearch URL {shown}: refresh must be true or wait_for")
+    tls = options.get("tls", "0")
+    if tls not in ("0", "1"):
+        raise ConfigError(f"OpenSearch URL {shown}: tls must be 0 or 1")
+    try:
+        from .opensearch import OpenSearchEngine
+    except ImportError as exc:  # pragma: no cover
+        raise ConfigError(f"OpenSearch search needs opensearch-py: {exc}") from None
+    from ..errors import SearchUnavailable
+
+    try:
+        return OpenSearchEngine(hosts, index=index, username=username, password=password, tls=tls == "1",
+                                refresh=refresh)
+    except SearchUnavailable as exc:
+        raise ConfigError(str(exc)) from None

@@ -256,6 +256,19 @@ def test_histogram_leaves_empty_buckets_out_and_floors_negative_numbers(tmp_path
                                           {"term": 0, "count": 2}, {"term": 300, "count": 1}]
 
 
+@pytest.mark.parametrize("interval", [2 ** 62, 2 ** 63, 2 ** 64])
+def test_histogram_buckets_of_extreme_values_and_intervals(tmp_path, interval):
+    values = (-(2 ** 63), -1, 0, 2 ** 63 - 1)
+    with EmbeddedSearch(tmp_path / "s.sqlite3") as engine:
+        engine.index([{"uuid": str(v), "date": at(1), "uptime": v} for v in values])
+        facets = engine.search(query(facets=(Histogram("uptime", interval, sub=(Cardinality("uuid"),)),)))["facets"]
+    expected = {}
+    for v in values:
+        expected[v // interval * interval] = expected.get(v // interval * interval, 0) + 1
+    assert facets["histogram_uptime"] == [{"term": t, "count": n, "facets": {"cardinality_uuid": {"value": n}}}
+                                          for t, n in sorted(expected.items())]
+
+
 def test_a_later_facet_with_the_same_key_replaces_an_earlier_one(engine):
     facets = engine.search(query(facets=(Terms("product"), Cardinality("version"),
                                          Terms("product", sub=(Cardinality("version"),)))))["facets"]

@@ -403,14 +403,22 @@ class Aggregator:
         if isinstance(interval, bool) or not isinstance(interval, int) or interval <= 0:
             raise SearchParameterError(f"_histogram_interval.{field.name}", "the interval must be a positive whole number")
         width = interval * 1_000_000 if field.type == "date" else interval
-        if width > INT64_MAX:
-            width = INT64_MAX
         column = f"d.{col(field.name)}"
-        # floor to a multiple of width, also below 0 (SQL's % truncates toward zero)
-        own = f"({column} - ((({column} % {width}) + {width}) % {width}))"
+        # A bucket is the floor of value / width (SQL's / and % truncate toward zero), computed
+        # as that index, so no step overflows 64 bits; the term is index * interval in Python.
+        if width > INT64_MAX:
+            own = f"(CASE WHEN {column} < 0 THEN -1 ELSE 0 END)"
+        else:
+            own = f"({column} / {width} - (CASE WHEN {column} % {width} < 0 THEN 1 ELSE 0 END))"
         if field.type == "date":
-            return own, bucket_term
-        return own, int
+            def term(index):
+                try:
+                    return bucket_term(index * width)
+                except OverflowError:
+                    raise SearchParameterError(f"_histogram_interval.{field.name}",
+                                               "a bucket starts out of the range of dates") from None
+            return own, term
+        return own, lambda index: index * interval
 
     def _choose(self, groups, terms, top):
         """A facet's buckets as (key, count): Terms' top ``size`` by count desc then term asc,

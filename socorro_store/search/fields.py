@@ -113,8 +113,17 @@ def analyze(text):
     filter's value (Elasticsearch's ``match`` query, whose default operator is OR); a filter
     value with no token matches nothing.  An engine speaking Elasticsearch's DSL gets the same
     tokens from a pattern tokenizer on ``[^\\p{L}\\p{N}]+`` with a lowercase filter.
+
+    Lowercasing is per code point, as Lucene's filter does (Java's ``Character.toLowerCase``):
+    ``"ΣΑΣ"`` gives ``"σασ"`` (no final-sigma rule) and ``"İ"`` gives ``"i"`` (not ``"i̇"``).
     """
-    return [token.lower() for token in _TOKEN.findall(text)]
+    return ["".join(_lower(char) for char in token) for token in _TOKEN.findall(text)]
+
+
+def _lower(char):
+    # str.lower() is Unicode's full mapping; Lucene's is the simple one, which differs only for
+    # U+0130 (full: "i" + U+0307), whose simple mapping is the full one's first character
+    return char.lower()[:1] or char
 
 
 def document_of(processed_crash):

@@ -6,13 +6,22 @@ analyzer, its URL, failover and outages, the index it makes), a store searching 
 (feed and ``reindex_search`` agree), and a node killed mid-ingest.
 """
 
+import random
+import socket
+import threading
+import time
+from datetime import timedelta
+
 import pytest
 from fixtures_opensearch import engine_url, fresh_index
+from store_helpers import BASE_TIME, crash_id, processed, raw_crash
 
+from socorro_store import open_store
+from socorro_store.errors import ConfigError, InvalidArgument, SearchUnavailable
+from socorro_store.search import opensearch_query
+from socorro_store.search.contract import Cardinality, Condition, FieldFilter, Query, Terms
 from socorro_store.search.engines import open_search_engine
-from socorro_store.search.fields import analyze
-
-pytestmark = pytest.mark.usefixtures("opensearch_real")
+from socorro_store.search.fields import DEFAULT_COLUMNS, analyze
 
 #: strings whose tokens a careless lowercasing or tokenizing would change
 TRICKY_TEXTS = [
@@ -38,3 +47,138 @@ def test_the_index_tokenizes_as_fields_analyze(engine):
         reply = engine._client.indices.analyze(index=engine.index_name,
                                                body={"analyzer": "socorro_tokens", "text": text})
         assert [t["token"] for t in reply["tokens"]] == analyze(text), text
+
+
+def _closed_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _query(*filters, columns=DEFAULT_COLUMNS, facets=(), **options):
+    return Query(filters=tuple(filters), start=BASE_TIME - timedelta(days=3650), end=BASE_TIME + timedelta(days=3650),
+                 columns=tuple(columns), facets=tuple(facets), **options)
+
+
+# -- the URL ----------------------------------------------------------------------------------
+
+def test_the_url_keeps_credentials_out_of_every_message():
+    engine = open_search_engine(f"opensearch://ops:s3cr%40t@127.0.0.1:{_closed_port()}?index=crashes")
+    try:
+        assert "s3cr" not in engine.url and "ops" not in engine.url and engine.url.endswith("?index=crashes")
+        with pytest.raises(SearchUnavailable) as caught:
+            engine.count()
+        assert "s3cr" not in str(caught.value) and "unreachable" in str(caught.value)
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("url, words", [
+    ("opensearch://", "HOST:PORT"),
+    ("opensearch://host", "HOST:PORT"),
+    ("opensearch://host:99999", "HOST:PORT"),
+    ("opensearch://host:9200?shards=3", "unknown option"),
+    ("opensearch://host:9200?index=Crashes", "not an index name"),
+    ("opensearch://host:9200?refresh=false", "refresh"),
+    ("opensearch://user@host:9200", "USER:PASSWORD"),
+])
+def test_a_bad_url_is_a_config_error_naming_the_problem(url, words):
+    with pytest.raises(ConfigError, match=words):
+        open_search_engine(url)
+
+
+# -- failover and outages ---------------------------------------------------------------------
+
+def test_a_dead_host_in_the_url_is_passed_over(opensearch_real):
+    live = opensearch_real[0].removeprefix("opensearch://")
+    index = fresh_index()
+    engine = open_search_engine(f"opensearch://127.0.0.1:{_closed_port()},{live}?index={index}")
+    try:
+        for _ in range(3):  # each call may start on the dead host
+            engine.index([{"uuid": "a", "signature": "OOM | small", "date": "2016-09-18T12:00:00+00:00"}])
+            assert engine.search(_query())["total"] == 1
+        assert list(engine.crash_ids()) == ["a"]
+    finally:
+        engine.drop_index()
+        engine.close()
+
+
+def test_no_host_answering_is_search_unavailable_for_every_call():
+    engine = open_search_engine(f"opensearch://127.0.0.1:{_closed_port()},127.0.0.1:{_closed_port()}?index=x")
+    try:
+        for call in (lambda: engine.index([{"uuid": "a"}]), lambda: engine.delete(["a"]), engine.count,
+                     lambda: engine.search(_query()), lambda: list(engine.crash_ids()), engine.stats):
+            with pytest.raises(SearchUnavailable, match="unreachable"):
+                call()
+    finally:
+        engine.close()
+
+
+# -- the index --------------------------------------------------------------------------------
+
+def test_an_index_of_another_mapping_version_is_refused_not_written(opensearch_real, engine):
+    body = opensearch_query.index_body()
+    body["mappings"]["_meta"]["socorro_search_mapping"] = opensearch_query.MAPPING_VERSION + 1
+    engine._client.indices.create(index=engine.index_name, body=body)
+    with pytest.raises(SearchUnavailable, match="mapping version"):
+        engine.index([{"uuid": "a"}])
+    assert engine._client.count(index=engine.index_name)["count"] == 0
+
+
+def test_a_bad_document_is_refused_and_nothing_is_written(engine):
+    with pytest.raises(InvalidArgument, match="uptime"):
+        engine.index([{"uuid": "a"}, {"uuid": "b", "uptime": "soon"}])
+    with pytest.raises(InvalidArgument, match="no field"):
+        engine.index([{"uuid": "c", "nope": 1}])
+    with pytest.raises(InvalidArgument, match="signature"):
+        engine.index([{"uuid": "d", "signature": "lone \ud800 surrogate"}])
+    assert engine.count() == 0
+
+
+def test_values_opensearch_cannot_index_are_kept_and_returned(engine):
+    """A date outside date_nanos' span and a string over Lucene's term limit do not stop the
+    feed: the document is indexed, its values come back in hits, and it is searched as missing
+    them (docs/search.md says so)."""
+    long_comment = "x" * (opensearch_query.MAX_KEYWORD_CHARS + 1)
+    engine.index([{"uuid": "old", "date": "1969-07-20T20:17:40+00:00", "user_comments": long_comment},
+                  {"uuid": "new", "date": "2016-09-18T12:00:00.000123+00:00", "user_comments": "short"}])
+    hits = engine.search(_query(columns=("uuid", "date", "user_comments")))["hits"]
+    assert hits == [{"uuid": "new", "date": "2016-09-18T12:00:00.000123+00:00", "user_comments": "short"},
+                    {"uuid": "old", "date": "1969-07-20T20:17:40+00:00", "user_comments": long_comment}]
+    null = Condition("user_comments", "__null__")
+    assert [h["uuid"] for h in engine.search(_query(FieldFilter("user_comments", (null,))))["hits"]] == ["old"]
+
+
+def test_microseconds_decide_ranges_as_on_every_engine(engine):
+    engine.index([{"uuid": "a", "date": "2016-09-18T12:00:00.000500+00:00"},
+                  {"uuid": "b", "date": "2016-09-18T12:00:00.000499+00:00"}])
+    edge = BASE_TIME.replace(microsecond=500)
+    after = _query(FieldFilter("date", (Condition("date", ">=", edge),)))
+    assert [h["uuid"] for h in engine.search(after)["hits"]] == ["a"]
+
+
+def test_stats_count_the_documents_and_their_bytes(engine):
+    engine.index([{"uuid": f"c{i}", "signature": f"sig {i}"} for i in range(50)])
+    engine.delete(["c0", "c1", "never-held"])
+    stats = engine.stats()
+    assert stats["documents"] == 48 and stats["bytes"] > 0
+    assert sorted(engine.crash_ids()) == sorted(f"c{i}" for i in range(2, 50))
+
+
+# -- what only an estimate can answer ---------------------------------------------------------
+
+def test_a_cardinality_above_the_exact_limit_says_so_in_errors():
+    errors = []
+    agg = Cardinality("signature")
+    above = opensearch_query.facets_of([agg], {"a0": {"value": 40_001}}, errors)
+    assert above == {"cardinality_signature": {"value": 40_001}} and "estimate" in errors[0]
+    errors = []
+    assert opensearch_query.facets_of([agg], {"a0": {"value": 40_000}}, errors) == {"cardinality_signature": {"value": 40_000}}
+    assert errors == []
+
+
+def test_terms_counted_over_several_shards_say_they_may_be_off():
+    errors = []
+    answer = {"a0": {"doc_count_error_upper_bound": 3, "buckets": [{"key": "OOM", "doc_count": 9}]}}
+    assert opensearch_query.facets_of([Terms("signature")], answer, errors) == {"signature": [{"term": "OOM", "count": 9}]}
+    assert "off by up to 3" in errors[0]

@@ -299,6 +299,27 @@ def test_delete_removes_and_ignores_ids_not_held(engine):
     assert uuids(engine, where("signature", cond("signature", "~", "OOM"))) == ["a"]
 
 
+ODD = ["a\x00b", "a\x00", "\x00", "😀x", "e\u0301", "x\u2028y", "a"]
+
+
+@pytest.mark.parametrize("name", ["uuid", "product", "signature"])
+def test_odd_strings_match_whole(tmp_path, name):
+    with EmbeddedSearch(tmp_path / "s.sqlite3") as engine:
+        engine.index([{"uuid": value, name: value} if name != "uuid" else {"uuid": value} for value in ODD])
+        for value in ODD:
+            for operator in ("=", "match") if name != "signature" else ("=",):
+                assert uuids(engine, where(name, cond(name, operator, value))) == [value], (value, operator)
+        terms = engine.search(query(facets=(Terms("uuid", sub=(Terms(name),)),), facets_size=100))["facets"]["uuid"]
+        assert sorted(t["term"] for t in terms) == sorted(ODD)
+
+
+def test_deleting_an_id_with_a_nul_deletes_only_it(tmp_path):
+    with EmbeddedSearch(tmp_path / "s.sqlite3") as engine:
+        engine.index([{"uuid": "a"}, {"uuid": "a\x00b"}])
+        engine.delete(["a\x00b"])
+        assert uuids(engine) == ["a"]
+
+
 def test_a_bad_document_writes_nothing(engine):
     with pytest.raises(InvalidArgument, match="uptime"):
         engine.index([{"uuid": "e", "date": at(1)}, {"uuid": "f", "uptime": "long"}])

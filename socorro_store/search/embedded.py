@@ -18,7 +18,6 @@ should be refused by the parser.
 the store's default) a commit survives a killed process, with ``sync="full"`` also power loss.
 """
 
-import json
 import contextlib
 import os
 import sqlite3
@@ -183,8 +182,15 @@ class EmbeddedSearch(SearchEngine):
         with self._write_lock:
             conn = self._writer_conn()
             try:
-                conn.execute("DELETE FROM docs WHERE uuid IN (SELECT value FROM json_each(?))",
-                             (json.dumps(ids),))
+                # one statement per id, not a JSON list: SQLite's JSON cuts a string at a NUL, so
+                # deleting "a\x00b" would delete "a"
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.executemany("DELETE FROM docs WHERE uuid = ?", [(crash_id,) for crash_id in ids])
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
             except sqlite3.Error as exc:
                 raise SearchUnavailable(f"search index {self.path}: {exc}") from None
 

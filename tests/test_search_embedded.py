@@ -174,6 +174,10 @@ def test_paging_and_an_offset_past_the_end(engine):
     assert engine.search(query(results_number=0))["hits"] == []
 
 
+def test_a_page_size_past_64_bits_is_every_hit(engine):
+    assert uuids(engine, results_number=2 ** 64, results_offset=3) == ["d"]
+
+
 def test_hits_have_every_column_typed_none_where_missing(engine):
     hits = engine.search(query(where("uuid", cond("uuid", "=", "a"), cond("uuid", "=", "c")),
                                columns=("uuid", "date", "uptime", "startup_crash", "email", "signature")))["hits"]

@@ -302,7 +302,7 @@ class EmbeddedSearch(SearchEngine):
                     rows = conn.execute(
                         f"SELECT {select} FROM docs d WHERE d.id IN temp.m "
                         f"ORDER BY {order} LIMIT ? OFFSET ?",
-                        (query.results_number, query.results_offset))
+                        (min(query.results_number, total), query.results_offset))
                     response["hits"] = [_hit(query.columns, row) for row in rows]
                 response["facets"] = q.Aggregator(conn, query.facets_size).run(query.facets)
                 conn.execute("DROP TABLE temp.m")

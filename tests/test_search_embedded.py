@@ -367,6 +367,26 @@ def test_documents_persist_across_reopening(tmp_path):
         assert uuids(engine, where("signature", cond("signature", "=", "OOM | small"))) == ["a"]
 
 
+def test_planner_statistics_follow_the_index_across_processes(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "search.sqlite3"
+
+    def analyzed():
+        conn = sqlite3.connect(path)
+        try:
+            if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone():
+                return False
+            return conn.execute("SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'docs'").fetchone()[0] > 0
+        finally:
+            conn.close()
+
+    for part in range(3):  # three short-lived writers of 4,000 documents each
+        with EmbeddedSearch(path) as engine:
+            engine.index([{"uuid": f"{part}-{i}", "date": at(i % 48), "product": f"p{i % 3}"} for i in range(4000)])
+    assert analyzed()
+
+
 def test_the_file_lives_where_told_and_is_private(tmp_path):
     path = tmp_path / "store" / "deeper" / "search.sqlite3"
     with EmbeddedSearch(path) as engine:

@@ -67,8 +67,11 @@ class EmbeddedSearch(SearchEngine):
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            self._since_analyze = 0
-            self._analyzed = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+            # documents at the last ANALYZE, kept in the file: processes that each index a little
+            # (a reindex, short-lived feeders) still refresh the statistics as the index grows
+            row = conn.execute("SELECT value FROM meta WHERE key = 'analyzed'").fetchone()
+            self._analyzed = int(row[0]) if row else 0
+            self._since_analyze = max(0, conn.execute("SELECT count(*) FROM docs").fetchone()[0] - self._analyzed)
         except (OSError, sqlite3.Error) as exc:
             self.close()
             raise SearchUnavailable(f"search index {self.path}: {exc}") from None
@@ -174,6 +177,7 @@ class EmbeddedSearch(SearchEngine):
         conn.execute("ANALYZE docs")
         self._analyzed = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
         self._since_analyze = 0
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('analyzed', ?)", (str(self._analyzed),))
 
     def delete(self, crash_ids):
         ids = [crash_ids] if isinstance(crash_ids, str) else list(crash_ids)

@@ -331,6 +331,8 @@ def test_a_bad_document_writes_nothing(engine):
         engine.index([{"uuid": "g", "nonsense": 1}])
     with pytest.raises(InvalidArgument, match="uuid"):
         engine.index([{"date": at(1)}])
+    with pytest.raises(InvalidArgument, match="date"):
+        engine.index([{"uuid": "h", "date": "0001-01-01T00:00:00+01:00"}])
     assert engine.count() == 4
 
 

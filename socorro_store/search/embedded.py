@@ -411,8 +411,8 @@ def _checked(doc):
             ok = isinstance(value, bool)
         else:
             try:
-                ok = isinstance(value, str) and _parse_date(value) is not None
-            except ValueError:
+                ok = isinstance(value, str) and q.canonical_date(q.micros(_parse_date(value))) is not None
+            except (ValueError, OverflowError):  # OverflowError: in UTC it is before year 1 or after 9999
                 ok = False
         if not ok:
             raise InvalidArgument(f"search document {doc['uuid']}: {name}={value!r:.100} is not a {field.type}")

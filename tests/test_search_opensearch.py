@@ -182,3 +182,133 @@ def test_terms_counted_over_several_shards_say_they_may_be_off():
     answer = {"a0": {"doc_count_error_upper_bound": 3, "buckets": [{"key": "OOM", "doc_count": 9}]}}
     assert opensearch_query.facets_of([Terms("signature")], answer, errors) == {"signature": [{"term": "OOM", "count": 9}]}
     assert "off by up to 3" in errors[0]
+
+
+# -- a store searching through OpenSearch -----------------------------------------------------
+
+WEEK = {"date": [">=2016-09-12", "<2016-09-19"]}
+STORE_QUERIES = [
+    {},
+    {"signature": "OOM", "_facets": ["product", "platform"], "_results_number": "7"},
+    {"signature": "~::", "product": "!Fenix", "_sort": ["-uptime", "signature"], "_columns": ["uuid", "uptime"]},
+    {"platform": ["Linux", "Windows NT"], "uptime": [">=60", "<86400"], "_aggs.product": "version",
+     "_facets": ["platform", "_cardinality.signature"], "_histogram.date": "product", "_histogram_interval.date": "1d"},
+    {"signature": "@js::[A-Z].*", "_histogram.uptime": "", "_histogram_interval.uptime": "3600"},
+    {"email": "__null__", "_results_offset": "20", "_results_number": "5"},
+]
+
+
+def _save_varied(store, n, seed):
+    rng = random.Random(seed)
+    ids = [crash_id(rng=rng) for _ in range(n)]
+    for cid in ids:
+        store.save_raw_crash(raw_crash(cid), {}, cid)
+    for cid in ids:
+        when = BASE_TIME - timedelta(seconds=rng.randrange(6 * 86400))
+        extra = {"product": rng.choice(["Firefox", "Fenix"]), "version": rng.choice(["120.0", "121.0b3"]),
+                 "os_name": rng.choice(["Linux", "Windows NT", "Mac OS X"]), "uptime": rng.choice([5, 60, 3600, 90000])}
+        if rng.random() < 0.5:
+            extra["email"] = "someone@example.com"
+        store.save_processed(processed(cid, signature=rng.choice(["OOM | small", "js::RunScript", "js::GC::Mark",
+                                                                  "abort | OOM"]),
+                                       date_processed=when.isoformat(), **extra))
+    return ids
+
+
+def _answers(store):
+    return [store.super_search({**WEEK, **params}, unredacted=True, now=BASE_TIME) for params in STORE_QUERIES]
+
+
+def test_reindex_into_an_empty_index_answers_as_the_live_fed_one(opensearch_real, tmp_path):
+    base = opensearch_real[0]
+    fed, rebuilt = fresh_index("fed"), fresh_index("rebuilt")
+    url = f"embedded://{tmp_path / 'store'}"
+    try:
+        with open_store(url, search_url=engine_url(base, fed), search_feed=False) as store:
+            store.create_tables()
+            ids = _save_varied(store, 60, seed=41)
+            store.delete_crashes(ids[:4])
+            assert store.settle()
+            live = _answers(store)
+            assert live[0]["total"] == 56 and store.search_status()["documents"] == 56
+            assert all(answer["total"] and answer["hits"] for answer in live), [a["total"] for a in live]
+        with open_store(url, search_url=engine_url(base, rebuilt), search_feed=False) as store:
+            assert store.reindex_search()["indexed"] == 56
+            assert _answers(store) == live
+    finally:
+        for index in (fed, rebuilt):
+            engine = open_search_engine(engine_url(base, index))
+            engine.drop_index()
+            engine.close()
+
+
+# -- a node killed mid-ingest -----------------------------------------------------------------
+
+CLUSTER_ENV = "SOCORRO_STORE_TEST_OPENSEARCH_CLUSTER"
+
+
+@pytest.fixture(params=[1, 3], ids=["one-node", "three-nodes"])
+def own_opensearch(request, opensearch_real, tmp_path):
+    """A node (or a 3-node cluster) of this test's own, to be killed: not the session's."""
+    import os
+
+    from servers.local_opensearch import LocalOpenSearch
+
+    nodes = request.param
+    if nodes > 1 and os.environ.get(CLUSTER_ENV, "") in ("", "0"):
+        pytest.skip(f"the 3-node OpenSearch fault test starts 3 JVMs: opt in with {CLUSTER_ENV}=1")
+    cluster = LocalOpenSearch(tmp_path / "opensearch", nodes=nodes, heap="384m" if nodes > 1 else "512m", log=print)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_a_node_killed_mid_ingest_loses_no_save_and_the_index_converges(own_opensearch, tmp_path):
+    """SIGKILL an OpenSearch node while a store saves and feeds; the saves go on, the node comes
+    back on its own data, the feed catches up, and the index holds exactly the crash rows."""
+    from socorro_store.schema import keys as K
+
+    cluster = own_opensearch
+    victim = len(cluster.processes) - 1
+    url = f"embedded://{tmp_path / 'store'}"
+    saved, failures = [], []
+    with open_store(url, search_url=engine_url(cluster.url, "crashes")) as store:
+        store.create_tables()
+
+        def write():
+            rng = random.Random(43)
+            for n in range(240):
+                cid = crash_id(rng=rng)
+                try:
+                    store.save_raw_crash(raw_crash(cid), {}, cid)
+                    store.save_processed(processed(cid, signature=f"sig{n % 7}", date_processed=BASE_TIME.isoformat()))
+                except Exception as exc:  # noqa: BLE001 - any failure of a save fails the test
+                    failures.append(repr(exc))
+                saved.append(cid)
+                time.sleep(0.01)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        while len(saved) < 60:
+            time.sleep(0.02)
+        cluster.kill_node(victim)
+        killed_at = len(saved)
+        time.sleep(2.0)  # saves go on while the node is down
+        if len(cluster.processes) == 1:  # the index is down with it: records wait
+            assert store.search_status()["pending"] > 0
+        cluster.start_node(victim)
+        cluster.wait_ready(120)
+        writer.join(120)
+        assert not failures and len(saved) == 240 and killed_at < 200
+        assert store.settle(timeout=90)
+        rows = {K.crash_id_from_row_key(row): cells[K.COL_SIGNATURE].decode()
+                for row, cells in store.backend.scan(K.CRASH_REPORTS, columns=[K.COL_SIGNATURE])
+                if K.COL_SIGNATURE in cells}
+        assert set(rows) == set(saved)
+        engine = store.search.feed().engine
+        assert sorted(engine.crash_ids()) == sorted(rows)
+        found = store.super_search({**WEEK, "_results_number": "1000", "_columns": ["uuid", "signature"]},
+                                   now=BASE_TIME + timedelta(hours=1))
+        assert {hit["uuid"]: hit["signature"] for hit in found["hits"]} == rows and found["total"] == 240

@@ -13,6 +13,8 @@ build rate (documents/s), then each of the issue's queries ``--repeat`` times wi
   platform_version and build_id facets, 100 hits sorted by date descending (target <= 300 ms);
 * ``signature_contains``: the last 7 days, ``signature=~`` a common word, the signature facet,
   100 hits (target <= 500 ms);
+* ``week_default``: Super Search's landing query: the last 7 days, the signature facet, 100 hits
+  by date descending;
 * ``histogram``: the last 7 days, a daily date histogram with each day's products;
 * ``cardinality``: the last 7 days, the number of distinct signatures;
 * ``moz_crash_reason_match``: the last 30 days, a no-operator (token) match on moz_crash_reason;
@@ -116,6 +118,7 @@ def queries(end):
                                   facets=(Terms("signature"), Terms("platform_version"), Terms("build_id")), **base),
         "signature_contains": Query(filters=(date, FieldFilter("signature", (Condition("signature", "~", "Shutdown"),))),
                                     facets=(Terms("signature"),), **base),
+        "week_default": Query(filters=(date,), facets=(Terms("signature"),), **base),
         "histogram": Query(filters=(date,), results_number=0, facets=(Histogram("date", 86400, (Terms("product"),)),),
                            **base),
         "cardinality": Query(filters=(date,), results_number=0, facets=(Cardinality("signature"),), **base),

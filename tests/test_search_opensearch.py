@@ -312,3 +312,12 @@ def test_a_node_killed_mid_ingest_loses_no_save_and_the_index_converges(own_open
         found = store.super_search({**WEEK, "_results_number": "1000", "_columns": ["uuid", "signature"]},
                                    now=BASE_TIME + timedelta(hours=1))
         assert {hit["uuid"]: hit["signature"] for hit in found["hits"]} == rows and found["total"] == 240
+
+
+def test_an_integer_histogram_past_2_to_the_53_says_it_may_be_rounded(engine):
+    from socorro_store.search.contract import Histogram
+
+    engine.index([{"uuid": "small", "uptime": -5}, {"uuid": "big", "install_age": 2**53 + 1}])
+    answer = engine.search(_query(facets=(Histogram("uptime", 10**18), Histogram("install_age", 10))))
+    assert answer["facets"]["histogram_uptime"] == [{"term": -10**18, "count": 1}]  # exact: no note
+    assert [e.split(":")[0] for e in answer["errors"]] == ["histogram_install_age"]

@@ -33,6 +33,13 @@ DATE_MIN = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # date_nanos ends at 2262-04-11T23:47:16.854775807Z; microseconds are all a document holds
 DATE_MAX = datetime(2262, 4, 11, 23, 47, 16, 854775, tzinfo=timezone.utc)
 TOKENS = ".tokens"
+#: ``x_FIELD: true`` marks an integer at a 64-bit extreme: Lucene sorts a missing long as
+#: Long.MAX_VALUE ascending (Long.MIN_VALUE descending), so that a crash holding that very value
+#: would tie with the crashes missing it; this flag sorts it first among them
+EXTREME = "x_"
+_LONG_EXTREMES = (2 ** 63 - 1, -(2 ** 63))
+#: integers a double holds exactly are below this in magnitude
+EXACT_DOUBLE = 2 ** 53
 
 
 def index_body(shards=1, replicas=0):
@@ -49,6 +56,7 @@ def index_body(shards=1, replicas=0):
                                       "index_options": "docs"}}}
         elif field.type == "integer":
             properties[field.name] = {"type": "long"}
+            properties[EXTREME + field.name] = {"type": "boolean", "index": False}
         elif field.type == "date":
             properties[field.name] = {"type": "date_nanos", "format": "strict_date_optional_time_nanos"}
         else:
@@ -77,7 +85,13 @@ def source_of(doc):
         if not DATE_MIN <= when <= DATE_MAX:
             doc = dict(doc)
             doc["date_raw"] = doc.pop("date")
+    for name in _INTEGERS:
+        if doc.get(name) in _LONG_EXTREMES:
+            doc = {**doc, EXTREME + name: True}
     return doc
+
+
+_INTEGERS = [field.name for field in FIELDS.values() if field.type == "integer"]
 
 
 def parse_date(text):
@@ -156,7 +170,16 @@ def _range_bound(field, op, value):
 # -- hits -------------------------------------------------------------------------------------
 
 def sort_dsl(sort):
-    keys = [{name: {"order": "desc" if descending else "asc", "missing": "_last"}} for name, descending in sort]
+    keys = []
+    for name, descending in sort:
+        key = {"order": "desc" if descending else "asc", "missing": "_last"}
+        if FIELDS[name].type == "date":
+            # a missing date sorts as Long.MIN_VALUE descending, which date_nanos cannot format
+            # into the hit's sort values (a 500): sorted as the raw long, the order is the same
+            key["numeric_type"] = "long"
+        keys.append({name: key})
+        if FIELDS[name].type == "integer":
+            keys.append({EXTREME + name: {"order": "desc", "missing": "_last"}})
     if "uuid" not in {name for name, _desc in sort}:
         keys.append({"uuid": {"order": "asc"}})
     return keys
@@ -182,6 +205,10 @@ def aggs_dsl(aggs, size):
         body = _agg_dsl(agg, size)
         if body is not None:
             out[f"a{i}"] = body
+        if isinstance(agg, Histogram) and FIELDS[agg.field].type == "integer":
+            # OpenSearch computes histogram keys in doubles: the extremes say whether they are exact
+            out[f"a{i}_min"] = {"min": {"field": agg.field}}
+            out[f"a{i}_max"] = {"max": {"field": agg.field}}
     return out
 
 
@@ -215,6 +242,15 @@ def facets_of(aggs, answer, errors):
     for i, agg in enumerate(aggs):
         got = (answer or {}).get(f"a{i}")
         facets[facet_key(agg)] = _facet(agg, got, errors)
+        if isinstance(agg, Histogram) and FIELDS[agg.field].type == "integer":
+            low = ((answer or {}).get(f"a{i}_min") or {}).get("value")
+            high = ((answer or {}).get(f"a{i}_max") or {}).get("value")
+            if float(agg.interval) != agg.interval or (low is not None and low < 0 and low - agg.interval <= -EXACT_DOUBLE) \
+                    or (high is not None and high >= EXACT_DOUBLE):
+                message = (f"histogram_{agg.field}: buckets may be misplaced and their terms rounded past 2**53 "
+                           "(OpenSearch computes histogram keys as doubles)")
+                if message not in errors:
+                    errors.append(message)
     return facets
 
 

@@ -389,6 +389,22 @@ def test_planner_statistics_follow_the_index_across_processes(tmp_path):
     assert analyzed()
 
 
+def test_opening_needs_no_write_lock(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "search.sqlite3"
+    with EmbeddedSearch(path) as engine:
+        engine.index(DOCS)
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # a long write elsewhere (another process's reindex)
+    try:
+        with EmbeddedSearch(path) as engine:
+            assert uuids(engine, where("product", cond("product", "=", "Firefox"))) == ["a", "d"]
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
 def test_the_file_lives_where_told_and_is_private(tmp_path):
     path = tmp_path / "store" / "deeper" / "search.sqlite3"
     with EmbeddedSearch(path) as engine:

@@ -10,9 +10,9 @@ are serialized by a lock and ``BEGIN IMMEDIATE`` (also across processes).
 handler and the Python predicates (``~ ^ $ @``, negations) check the clock, and a query past it
 is stopped and raises :class:`~socorro_store.errors.SearchParameterError` with parameter
 ``"query"`` ("too expensive"), the API's 400.  A huge list of values is one JSON parameter (no
-SQL of unbounded size).  One regular expression applied to one value cannot be interrupted
-(Python's ``re``), so that bound holds between values: patterns whose backtracking explodes
-should be refused by the parser.
+SQL of unbounded size).  An ``@`` pattern runs over its field's distinct values in a forked child
+process killed at the deadline (:mod:`.embedded_regex`): one call of Python's backtracking ``re``
+cannot be interrupted in process.
 
 **Durability.** ``index`` and ``delete`` commit before returning; with ``sync="normal"`` (WAL,
 the store's default) a commit survives a killed process, with ``sync="full"`` also power loss.
@@ -59,15 +59,16 @@ class EmbeddedSearch(SearchEngine):
                 os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
             self._writer = self._connect()
             conn = self._writer[0]
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in q.schema_sql():
-                    conn.execute(statement)
-                self._add_new_fields(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            if not self._schema_current(conn):  # else no write lock just to open
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in q.schema_sql():
+                        conn.execute(statement)
+                    self._add_new_fields(conn)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
             # documents at the last ANALYZE, kept in the file: processes that each index a little
             # (a reindex, short-lived feeders) still refresh the statistics as the index grows
             row = conn.execute("SELECT value FROM meta WHERE key = 'analyzed'").fetchone()
@@ -122,6 +123,15 @@ class EmbeddedSearch(SearchEngine):
                     self._connections.remove(pair)
             if not keep:
                 pair[0].close()
+
+    @staticmethod
+    def _schema_current(conn):
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        expected = {statement.split(" IF NOT EXISTS ")[1].split()[0] for statement in q.schema_sql()}
+        if not expected <= names:
+            return False
+        have = {row[1] for row in conn.execute("PRAGMA table_info(docs)")}
+        return all(q.col(name) in have for name in FIELDS if name != "uuid")
 
     def _add_new_fields(self, conn):
         """Columns and tables of fields added since the file was made (their values come with a

@@ -69,11 +69,7 @@ class EmbeddedSearch(SearchEngine):
                 except BaseException:
                     conn.execute("ROLLBACK")
                     raise
-            # documents at the last ANALYZE, kept in the file: processes that each index a little
-            # (a reindex, short-lived feeders) still refresh the statistics as the index grows
-            row = conn.execute("SELECT value FROM meta WHERE key = 'analyzed'").fetchone()
-            self._analyzed = int(row[0]) if row else 0
-            self._since_analyze = max(0, conn.execute("SELECT count(*) FROM docs").fetchone()[0] - self._analyzed)
+            self._analyzed = self._since_analyze = None  # read by the first index()
         except (OSError, sqlite3.Error) as exc:
             self.close()
             raise SearchUnavailable(f"search index {self.path}: {exc}") from None
@@ -165,6 +161,13 @@ class EmbeddedSearch(SearchEngine):
         with self._write_lock:
             conn = self._writer_conn()
             try:
+                if self._analyzed is None:
+                    # documents at the last ANALYZE, kept in the file: processes that each index a
+                    # little (a reindex, short-lived feeders) still refresh the statistics
+                    row = conn.execute("SELECT value FROM meta WHERE key = 'analyzed'").fetchone()
+                    self._analyzed = int(row[0]) if row else 0
+                    held = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+                    self._since_analyze = max(0, held - self._analyzed)
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     values = [self._row(conn, doc) for doc in rows]

@@ -207,6 +207,7 @@ def aggs_dsl(aggs, size):
             out[f"a{i}"] = body
         if isinstance(agg, Histogram) and FIELDS[agg.field].type == "integer":
             # OpenSearch computes histogram keys in doubles: the extremes say whether they are exact
+            # (keys of values within 2**53 are, and so is -interval, the key of -interval < v < 0)
             out[f"a{i}_min"] = {"min": {"field": agg.field}}
             out[f"a{i}_max"] = {"max": {"field": agg.field}}
     return out
@@ -245,7 +246,7 @@ def facets_of(aggs, answer, errors):
         if isinstance(agg, Histogram) and FIELDS[agg.field].type == "integer":
             low = ((answer or {}).get(f"a{i}_min") or {}).get("value")
             high = ((answer or {}).get(f"a{i}_max") or {}).get("value")
-            if float(agg.interval) != agg.interval or (low is not None and low < 0 and low - agg.interval <= -EXACT_DOUBLE) \
+            if float(agg.interval) != agg.interval or (low is not None and low <= -agg.interval and low - agg.interval <= -EXACT_DOUBLE) \
                     or (high is not None and high >= EXACT_DOUBLE):
                 message = (f"histogram_{agg.field}: buckets may be misplaced and their terms rounded past 2**53 "
                            "(OpenSearch computes histogram keys as doubles)")

@@ -484,6 +484,30 @@ def test_a_runaway_regex_is_stopped(tmp_path):
         assert uuids(engine, where("signature", cond("signature", "@", "a+", pattern="a+"))) == ["x"]
 
 
+def _regex_in_a_daemon(path, out):
+    try:
+        with EmbeddedSearch(path) as engine:
+            out.put(uuids(engine, where("signature", cond("signature", "@", "OOM.*", pattern="OOM.*"))))
+    except BaseException as exc:  # noqa: BLE001 - reported to the test
+        out.put(repr(exc))
+
+
+def test_a_regex_search_works_in_a_daemonic_worker(tmp_path):
+    import multiprocessing
+
+    path = tmp_path / "search.sqlite3"
+    with EmbeddedSearch(path) as engine:
+        engine.index(DOCS)
+    context = multiprocessing.get_context("fork")
+    out = context.Queue()
+    worker = context.Process(target=_regex_in_a_daemon, args=(path, out), daemon=True)
+    worker.start()
+    try:
+        assert out.get(timeout=60) == ["a"]
+    finally:
+        worker.join(5)
+
+
 def test_an_expensive_sql_query_is_interrupted(tmp_path):
     with EmbeddedSearch(tmp_path / "s.sqlite3", budget_seconds=0) as engine:
         engine.index([{"uuid": f"{i:05d}", "uptime": i} for i in range(5000)])

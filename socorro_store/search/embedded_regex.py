@@ -5,7 +5,8 @@ Python's ``re`` backtracks: a pattern such as ``(a+)+b`` takes exponential time 
 pattern is applied to the field's distinct values in a forked child process, which is killed
 when the query's time budget runs out (:class:`Expired`).  The child inherits the values (no
 copy is sent) and sends back only the positions of the values that match.  Where ``fork`` does
-not exist, the values are matched in process (the budget is then checked between values only).
+not exist or cannot be used (a daemonic ``multiprocessing`` worker may not have children), the
+values are matched in process (the budget is then checked between values only).
 """
 
 import multiprocessing
@@ -26,7 +27,13 @@ def matching(regex, values, deadline):
         return _in_process(regex, values, deadline)
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(regex, values, sender), daemon=True)
-    child.start()
+    try:
+        child.start()
+    except (AssertionError, OSError):
+        # a daemonic multiprocessing worker may not have children; fork can fail (EAGAIN)
+        receiver.close()
+        sender.close()
+        return _in_process(regex, values, deadline)
     sender.close()
     try:
         if not receiver.poll(max(0.0, deadline - time.monotonic())):

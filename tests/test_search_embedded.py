@@ -389,6 +389,21 @@ def test_planner_statistics_follow_the_index_across_processes(tmp_path):
     assert analyzed()
 
 
+def test_tokens_follow_a_changed_analyzer(tmp_path, monkeypatch):
+    from socorro_store.search import embedded, embedded_sql
+
+    path = tmp_path / "search.sqlite3"
+    with monkeypatch.context() as patched:
+        for module in (embedded, embedded_sql):
+            patched.setattr(module, "analyze", lambda text: ["older"])
+        with EmbeddedSearch(path) as engine:
+            engine.index(DOCS)
+            assert uuids(engine, where("signature", cond("signature", "match", "older"))) == ["a", "b", "c"]
+    with EmbeddedSearch(path) as engine:  # the analyzer of today: the tokens are rebuilt
+        assert uuids(engine, where("signature", cond("signature", "match", "oom"))) == ["a", "b"]
+        assert uuids(engine, where("signature", cond("signature", "match", "older"))) == []
+
+
 def test_opening_needs_no_write_lock(tmp_path):
     import sqlite3
 

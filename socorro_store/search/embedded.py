@@ -59,12 +59,18 @@ class EmbeddedSearch(SearchEngine):
                 os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
             self._writer = self._connect()
             conn = self._writer[0]
-            if not self._schema_current(conn):  # else no write lock just to open
+            fingerprint = q.analyzer_fingerprint()
+            if not self._schema_current(conn, fingerprint):  # else no write lock just to open
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     for statement in q.schema_sql():
                         conn.execute(statement)
                     self._add_new_fields(conn)
+                    row = conn.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone()
+                    if row is None or row[0] != fingerprint:
+                        q.rebuild_tokens(conn)
+                        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('analyzer', ?)",
+                                     (fingerprint,))
                     conn.execute("COMMIT")
                 except BaseException:
                     conn.execute("ROLLBACK")
@@ -121,13 +127,17 @@ class EmbeddedSearch(SearchEngine):
                 pair[0].close()
 
     @staticmethod
-    def _schema_current(conn):
+    def _schema_current(conn, fingerprint):
+        """Whether the file has every table, index and column, and tokens of this analyzer."""
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         expected = {statement.split(" IF NOT EXISTS ")[1].split()[0] for statement in q.schema_sql()}
         if not expected <= names:
             return False
         have = {row[1] for row in conn.execute("PRAGMA table_info(docs)")}
-        return all(q.col(name) in have for name in FIELDS if name != "uuid")
+        if not all(q.col(name) in have for name in FIELDS if name != "uuid"):
+            return False
+        row = conn.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone()
+        return row is not None and row[0] == fingerprint
 
     def _add_new_fields(self, conn):
         """Columns and tables of fields added since the file was made (their values come with a

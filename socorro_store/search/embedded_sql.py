@@ -25,6 +25,8 @@ facet's sub-aggregations are one more ``GROUP BY`` over (parent keys, own key) e
 per term.
 """
 
+import hashlib
+import inspect
 import json
 import re
 from datetime import datetime, timedelta, timezone
@@ -81,6 +83,35 @@ def dictionary_sql(fields):
             statements.append(f"CREATE TABLE IF NOT EXISTS k_{field.name} (token TEXT NOT NULL, "
                               "vid INTEGER NOT NULL, PRIMARY KEY (token, vid)) WITHOUT ROWID")
     return statements
+
+
+#: strings whose tokens change when :func:`~.fields.analyze` changes in any way known to matter
+#: (case mapping, what a letter or digit is, separators)
+_ANALYZER_PROBE = ("OOM | small js::RunScript_x İ ΣΑΣ ß Ǆ ½ ² ٣ 𝔘 e\u0301 ﬁ ＡＢ x-y.z@w "
+                   "\u00a0a\u2028b 0x7ff8 Ⅻ ǅ ΐ ᾼ")
+
+
+def analyzer_fingerprint():
+    """What the token tables were built with: :func:`~.fields.analyze`'s tokens of a probe and,
+    where available, its source.  Tokens are computed once per dictionary value, so a changed
+    analyzer means rebuilding them (:func:`rebuild_tokens`)."""
+    try:
+        source = inspect.getsource(analyze)
+    except (OSError, TypeError):
+        source = ""
+    text = json.dumps(analyze(_ANALYZER_PROBE)) + source
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def rebuild_tokens(conn, fields=None):
+    """Recompute every text field's token table from its dictionary (inside a write transaction)."""
+    for field in (fields or FIELDS).values():
+        if field.type != "text":
+            continue
+        conn.execute(f"DELETE FROM k_{field.name}")
+        rows = conn.execute(f"SELECT id, value FROM v_{field.name}").fetchall()
+        conn.executemany(f"INSERT OR IGNORE INTO k_{field.name} (token, vid) VALUES (?, ?)",
+                         [(token, vid) for vid, value in rows for token in set(analyze(value))])
 
 
 def micros(when):

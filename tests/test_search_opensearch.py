@@ -321,3 +321,17 @@ def test_an_integer_histogram_past_2_to_the_53_says_it_may_be_rounded(engine):
     answer = engine.search(_query(facets=(Histogram("uptime", 10**18), Histogram("install_age", 10))))
     assert answer["facets"]["histogram_uptime"] == [{"term": -10**18, "count": 1}]  # exact: no note
     assert [e.split(":")[0] for e in answer["errors"]] == ["histogram_install_age"]
+
+
+def test_the_url_may_name_an_alias(engine):
+    """Reindexing into a new index and moving an alias is one way to change the mapping."""
+    concrete = engine.index_name + "-v1"
+    engine._client.indices.create(index=concrete, body=opensearch_query.index_body())
+    engine._client.indices.put_alias(index=concrete, name=engine.index_name)
+    try:
+        engine.index([{"uuid": "a", "signature": "OOM | small"}])
+        assert engine.count() == 1 and engine._client.count(index=concrete)["count"] == 1
+        assert engine.stats()["documents"] == 1 and engine.stats()["bytes"] > 0
+        assert engine.search(_query(columns=("uuid",)))["hits"] == [{"uuid": "a"}]
+    finally:
+        engine._client.indices.delete(index=concrete)

@@ -83,14 +83,16 @@ class OpenSearchEngine(SearchEngine):
             if self._ready:
                 return
             mapping = self._call(self._client.indices.get_mapping, index=self.index_name, ignore=404)
-            if "error" in mapping or self.index_name not in mapping:
+            if "error" in mapping or not mapping:
                 body = q.index_body(self.shards, self.replicas)
                 made = self._call(self._client.indices.create, index=self.index_name, body=body, ignore=400)
                 if "error" in made and made["error"].get("type") != "resource_already_exists_exception":
                     raise SearchUnavailable(f"OpenSearch {self.url}: cannot create the index: {_reason(made)}")
                 mapping = self._call(self._client.indices.get_mapping, index=self.index_name)
-            meta = mapping[self.index_name]["mappings"].get("_meta", {})
-            version = meta.get("socorro_search_mapping")
+            # the name may be an alias (a reindex moves it): every index behind it must be ours
+            versions = {(held["mappings"].get("_meta") or {}).get("socorro_search_mapping")
+                        for held in mapping.values()}
+            version = versions.pop() if len(versions) == 1 else sorted(map(str, versions))
             if version != q.MAPPING_VERSION:
                 raise SearchUnavailable(
                     f"OpenSearch index {self.index_name} has mapping version {version}, this engine writes "
@@ -152,7 +154,7 @@ class OpenSearchEngine(SearchEngine):
         """``{"documents": N, "bytes": B}``: B is the primary shards' store size."""
         self._ensure_index()
         reply = self._call(self._client.indices.stats, index=self.index_name, metric="store")
-        size = reply["indices"][self.index_name]["primaries"]["store"]["size_in_bytes"]
+        size = sum(held["primaries"]["store"]["size_in_bytes"] for held in reply["indices"].values())
         return {"documents": self.count(), "bytes": size}
 
     def crash_ids(self, start=None, end=None):

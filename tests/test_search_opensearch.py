@@ -335,3 +335,34 @@ def test_the_url_may_name_an_alias(engine):
         assert engine.search(_query(columns=("uuid",)))["hits"] == [{"uuid": "a"}]
     finally:
         engine._client.indices.delete(index=concrete)
+
+
+def test_the_local_tool_prints_its_url_and_leaves_nothing_running(opensearch_real, tmp_path):
+    """``tools/servers/local_opensearch.py DIR``: the URL on a line of its own, a node answering
+    on loopback, and SIGTERM stops it with no JVM left."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+    from pathlib import Path
+
+    tool = Path(__file__).resolve().parent.parent / "tools" / "servers" / "local_opensearch.py"
+    process = subprocess.Popen([sys.executable, str(tool), str(tmp_path / "os")], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline().strip()
+        assert line.startswith("opensearch://127.0.0.1:"), process.stderr.read()
+        port = int(line.rsplit(":", 1)[1])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_nodes/_local/process,http", timeout=10) as reply:
+            node = next(iter(json.load(reply)["nodes"].values()))
+        assert node["http"]["bound_address"] and all(
+            address.startswith(("127.0.0.1:", "[::1]:")) for address in node["http"]["bound_address"])
+        java_pid = node["process"]["id"]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
+    assert process.returncode == 128 + signal.SIGTERM
+    with pytest.raises(ProcessLookupError):
+        os.kill(java_pid, 0)

@@ -80,9 +80,47 @@ def test_a_deleted_crash_is_never_found_again(store):
     ids = _save(store, 4)
     store.settle()
     store.delete_crashes(ids[:2])
+    assert set(_found(store)) == set(ids[2:])  # at once, without a feed pass
+    assert _records(store) == []
+
+
+def test_a_deletion_takes_the_records_of_its_crashes_with_it(store):
+    ids = _save(store, 3)
+    assert len(_records(store)) == 3  # not fed yet
+    store.delete_crashes(ids[:1])
+    assert all(ids[0] not in key.decode() for key in _records(store)) and len(_records(store)) == 2
+
+
+def test_a_crash_deleted_while_a_feed_pass_runs_is_not_left_indexed(store):
+    ids = _save(store, 2)
+    feed = store.search.feed()
+    real_get_rows, deleted = store.backend.get_rows, []
+
+    def get_rows(table, rows, *args, **kwargs):
+        found = real_get_rows(table, rows, *args, **kwargs)
+        if table == K.CRASH_REPORTS and not deleted:  # the pass has read the rows: delete one now
+            deleted.append(ids[0])
+            store.delete_crashes([ids[0]])
+        return found
+
+    feed.backend = type("Racing", (), {"__getattr__": lambda _self, name: getattr(store.backend, name),
+                                       "get_rows": staticmethod(get_rows)})()
+    out = feed.feed_pass()
+    assert deleted and out["indexed"] == 2 and out["removed"] == 1
+    assert set(_found(store)) == {ids[1]}
+
+
+def test_a_deletion_while_the_engine_is_down_is_left_to_the_feed(store):
+    ids = _save(store, 3)
     store.settle()
-    assert set(_found(store)) == set(ids[2:])
-    assert _records(store) == []  # the deletions' records are consumed too
+    switch = _EngineDown(store.search.engine())
+    store.search._engine = switch
+    store.delete_crashes(ids[:1])  # the rows go; the engine is told through a record
+    assert len(_records(store)) == 1
+    switch.down = False
+    store.search.feed().engine = switch
+    store.settle()
+    assert set(_found(store)) == set(ids[1:]) and _records(store) == []
 
 
 def test_a_record_whose_save_has_not_landed_is_kept_then_given_up(store, monkeypatch):
@@ -295,3 +333,18 @@ def test_a_document_the_engine_refuses_is_dead_lettered_not_retried_for_ever(sto
     feed.engine.index = real_index  # fixed: reindex takes it back and clears the dead letter
     assert store.reindex_search()["indexed"] == 3
     assert set(_found(store)) == set(ids) and store.search_status()["dead_lettered"] == []
+
+
+def test_expire_crashes_takes_the_crashes_out_of_the_search_index(tmp_path):
+    from cli_helpers import run
+
+    url = f"embedded://{tmp_path / 'store'}"
+    with open_store(url, search_feed=False) as store:
+        store.create_tables()
+        ids = _save(store, 3)
+        store.settle()
+        assert set(_found(store)) == set(ids)
+    result = run(url, "expire-crashes", "--before", "2016-09-19")
+    assert result.exit_code == 0, result.stderr
+    with open_store(url, search_feed=False) as store:
+        assert _found(store) == {} and store.search_status()["documents"] == 0

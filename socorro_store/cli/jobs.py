@@ -14,7 +14,7 @@ import click
 from ..jobs import expiry, rollup, scrutiny
 from ..jobs.runs import get_run, list_runs
 from ..schema.timeparse import parse_duration
-from .common import SummaryGroup, echo_json, emit_list, list_format_options, open_existing
+from .common import SummaryGroup, echo_json, emit_list, list_format_options, open_existing, open_existing_store
 
 
 def _progress(as_json):
@@ -229,9 +229,10 @@ def expire_crashes_command(ctx, before, dry_run, as_json):
     from ..jobs import retention
     retention.parse_before(before)  # exit 2 before the store is opened
     progress, close = _progress(as_json)
-    with open_existing(ctx) as backend:
+    with open_existing_store(ctx) as store:  # its search index loses the crashes too
         try:
-            report = retention.run_expire_crashes(backend, before, dry_run=dry_run, progress=progress)
+            report = retention.run_expire_crashes(store.backend, before, dry_run=dry_run, progress=progress,
+                                                  on_deleted=store.search.crashes_deleted)
         finally:
             close()
     if as_json:

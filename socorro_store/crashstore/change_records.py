@@ -41,10 +41,26 @@ def new_records(crash_ids):
     return out
 
 
-def record_deletions(backend, crash_ids):
-    """Write a record for each deleted crash, so the feed removes it from the derived views.
+def forget(backend, crash_ids, limit=100_000):
+    """Delete every change record naming one of ``crash_ids`` (a deletion: privacy reaches the
+    records).  One scan of the records waiting (up to ``limit``: the feed's backlog)."""
+    wanted = {cid.encode("ascii") for cid in crash_ids}
+    if not wanted or not enabled(backend):
+        return 0
+    doomed = [RowMutation(row, delete_row=True)
+              for row, cells in backend.scan(K.CHANGES, stop=C.RECORDS_STOP, columns=[K.COL_CHANGE_ID], limit=limit)
+              if cells.get(K.COL_CHANGE_ID) in wanted]
+    if doomed:
+        backend.mutate_rows(K.CHANGES, doomed)
+    return len(doomed)
 
-    Called once the crash rows are gone: a feed pass that read a row before its deletion could
-    otherwise consume the deletion's record and leave the crash indexed."""
+
+def record_deletions(backend, crash_ids):
+    """Write a record for each deleted crash, so a feed removes it from the derived views later.
+
+    Only where they could not be told at once (the search engine unreachable): the record names
+    the crash (its id, no data) until the feed consumes it.  Called once the crash rows are
+    gone: a feed pass that read a row before its deletion could otherwise consume the record
+    and leave the crash indexed."""
     if crash_ids and enabled(backend):
         backend.mutate_rows(K.CHANGES, [mutation for _stamp, mutation in new_records(crash_ids).values()])

@@ -11,8 +11,8 @@ What goes, for each crash (layouts in :mod:`socorro_store.schema.keys`):
   ``hang_id[0] + time + hang_id`` row in hang_id_submitted_time;
 * its claim histories (cells named after its queue rows in the minute's claim row) and its
   dead-letter record, if any;
-* its search document: once the crash row is gone, a change record naming the crash
-  (:func:`~.change_records.record_deletions`) has the search feed remove it (:mod:`.search_feed`).
+* its change records (:func:`~.change_records.forget`), and its search document, through
+  ``on_deleted`` (the store's search: :meth:`~.search_access.StoreSearch.crashes_deleted`).
 
 What moves with it, when the caller passes its ``live_counters`` (the store does): the counters
 the crash row accounts for (``metrics``, ``crash_report_signatures``, the rankings:
@@ -63,13 +63,15 @@ _TIME_INDEXES = (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG
                  K.HANG_ID_SUBMITTED_TIME)
 
 
-def delete_crashes(backend, crash_ids, missing_ok=False, live_counters=None):
+def delete_crashes(backend, crash_ids, missing_ok=False, live_counters=None, on_deleted=None):
     """Delete crashes and everything that points at them; return the ids deleted.
 
     Every id is validated before anything is deleted (InvalidCrashID).  An id with no crash row
     raises :class:`CrashIDNotFound` before anything is deleted, unless ``missing_ok`` (then it
     is skipped: deleting twice is not an error).  ``live_counters``: where the counts the crashes
-    accounted for are taken back (see the module docstring); None keeps them.
+    accounted for are taken back (see the module docstring); None keeps them.  ``on_deleted``:
+    called with the ids deleted once everything else is gone (the store removes them from its
+    search index there).
     """
     crash_ids = unique_crash_ids(crash_ids)
     if not crash_ids:
@@ -89,9 +91,7 @@ def delete_crashes(backend, crash_ids, missing_ok=False, live_counters=None):
     dequeued = _dequeue(backend, present)
     backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(row, delete_row=True) for cid in present for row in keys[cid]
                                           if row in found])
-    # the rows are gone: the search index follows them (the records hold only the crash ids)
-    change_records.record_deletions(backend, list(present))
-    if live_counters is not None:  # and what they counted goes with them
+    if live_counters is not None:  # the rows are gone: what they counted goes with them
         live_counters.send([inc for cells in present.values() for inc in stored_counts(cells, -1)])
     deletes = {table: [] for table in _TIME_INDEXES + (K.SIGNATURE_OOID,)}
     hang_sides, socorro_hang_times = {}, {}
@@ -137,6 +137,9 @@ def delete_crashes(backend, crash_ids, missing_ok=False, live_counters=None):
             backend.increment_many(counters.coalesce(dequeued))
         except Exception as exc:  # noqa: BLE001 - any error: the crash is gone, which is what was asked
             _log.warning("queue counters not moved for deleted crashes (reconcile-queue repairs them): %s", exc)
+    change_records.forget(backend, list(present))
+    if on_deleted is not None:
+        on_deleted(sorted(present))
     return list(present)
 
 

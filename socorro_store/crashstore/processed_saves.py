@@ -220,8 +220,11 @@ def _write_processed(backend, crashes, live_counters, known):
         plans = stored = [p for p in plans if p.crash.crash_id not in deleted]
         if gone:
             # Deleted since its state was read (a processor held it through a privacy deletion):
-            # the pointer just written goes, and nothing else of the save is written or counted.
-            backend.mutate_rows(K.SIGNATURE_OOID, [RowMutation(p.sig_put.row, delete_row=True) for p in gone])
+            # the pointer and the record just written go, and nothing else is written or counted.
+            gone_rows = {K.SIGNATURE_OOID: [RowMutation(p.sig_put.row, delete_row=True) for p in gone]}
+            if changes:  # and so does its change record: nothing may name a deleted crash
+                gone_rows[K.CHANGES] = [RowMutation(p.change[1].row, delete_row=True) for p in gone if p.change]
+            backend.mutate_tables(gone_rows)
         _decide_transitions(backend, plans, live_counters, increments, fresh)
     except (BackendUnavailable, BackendError) as exc:
         failed = exc  # what was decided before the failure is still sent

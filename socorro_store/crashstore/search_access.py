@@ -5,6 +5,7 @@ on first use.  The first save or search starts a background feeder in this proce
 (:class:`~.search_feed.SearchFeed`); one process at a time feeds, under the feed lease.
 """
 
+import logging
 import threading
 import time
 from datetime import datetime, timedelta, timezone
@@ -18,6 +19,8 @@ from ..schema.timeparse import parse_day
 from ..search.engines import open_search_engine
 from . import change_records
 from .search_feed import _ROW_COLUMNS, SearchFeed, crash_document, dead_lettered, index_documents, pending_changes
+
+log = logging.getLogger(__name__)
 
 #: crash rows read per call by ``reindex``
 REINDEX_PAGE = 500
@@ -72,6 +75,22 @@ class StoreSearch:
             return feed.catch_up(timeout)
         except (SearchUnavailable, BackendUnavailable, BackendError):
             return False
+
+    def crashes_deleted(self, crash_ids):
+        """Remove deleted crashes (their rows already gone) from the search index at once.
+
+        An engine that cannot be reached is told later: a change record per crash (its id, no
+        data) has the feed remove it.  A store with no search configured has nothing to tell;
+        an index elsewhere keeps the crashes until ``search reindex`` of their days, so delete
+        with the search URL the feeders use (docs/search.md).  A feed pass that read a crash
+        row before its deletion checks the rows again after indexing (:mod:`.search_feed`)."""
+        if self.url is None or not crash_ids:
+            return
+        try:
+            self.engine().delete(crash_ids)
+        except (SearchUnavailable, BackendUnavailable, BackendError):
+            log.warning("search engine unreachable: %d deleted crashes left to the feed", len(crash_ids))
+            change_records.record_deletions(self.backend, crash_ids)
 
     def search(self, params, unredacted=False, now=None):
         from ..search.query import parse_search

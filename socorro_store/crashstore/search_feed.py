@@ -8,7 +8,10 @@ engine to what each crash row holds now:
 
 * a crash row holding the record's stamp, or a later one: the save has landed, and the crash
   is indexed from the row (the truth, not from anything the save remembered);
-* a crash row gone: the crash is removed from the index;
+* a crash row gone: the crash is removed from the index (a deletion also removes its crashes
+  itself, and its records: see :meth:`~.search_access.StoreSearch.crashes_deleted`; a pass reads
+  the rows of what it indexed once more, so a crash deleted while the pass ran is not left
+  indexed);
 * a crash row holding an earlier stamp: the save is still in flight, and the record is kept
   for the next pass; a record older than :data:`PENDING_SECONDS` belongs to a save that failed
   after writing it, and goes (the row says what the crash is).
@@ -233,6 +236,7 @@ class SearchFeed:
             if documents:
                 documents, dead = index_documents(self.backend, self.engine, documents)
                 out["dead_lettered"] = len(dead)
+                removed += self._deleted_meanwhile(documents)
             if removed:
                 self.engine.delete(removed)
             if consumed:
@@ -241,6 +245,14 @@ class SearchFeed:
             self.fed += len(documents)
             self.removed += len(removed)
             return out
+
+    def _deleted_meanwhile(self, documents):
+        """The crashes of ``documents`` whose rows were deleted after this pass read them: a
+        deletion removes its crashes from the index at once, and this pass may have indexed
+        one after that (read before, written after), so it looks again and removes them."""
+        keys = {K.crash_row_key(doc["uuid"]): doc["uuid"] for doc in documents}
+        there = self.backend.get_rows(K.CRASH_REPORTS, list(keys), columns=[K.COL_OOID])
+        return [cid for key, cid in keys.items() if K.COL_OOID not in there.get(key, {})]
 
     def catch_up(self, timeout=30.0):
         """Feed until no record is left that is ready (returns True), or ``timeout`` seconds

@@ -321,7 +321,8 @@ class CrashStore:
     def delete_crashes(self, crash_ids, missing_ok=False):
         """Delete crashes, their pointers, queue rows and claims, and take back what they counted.
         See :mod:`deletion`."""
-        return deletion.delete_crashes(self.backend, crash_ids, missing_ok, self.live_counters)
+        return deletion.delete_crashes(self.backend, crash_ids, missing_ok, self.live_counters,
+                                       on_deleted=self.search.crashes_deleted)
 
     def crash_summary(self, crash_id):
         return inspect.crash_summary(self.backend, crash_id)

@@ -85,10 +85,10 @@ def _old_crashes(backend, day, before, page_size, on_page):
         yield page
 
 
-def _expire_page(backend, page, report, dry_run):
+def _expire_page(backend, page, report, dry_run, on_deleted):
     report["crashes"] += len(page)
     if not dry_run:
-        report["deleted"] += len(deletion.delete_crashes(backend, page, missing_ok=True))
+        report["deleted"] += len(deletion.delete_crashes(backend, page, missing_ok=True, on_deleted=on_deleted))
 
 
 def _pages(items, size):
@@ -102,7 +102,7 @@ def _pages(items, size):
         yield page
 
 
-def expire_crashes(ctx, backend, before, dry_run=False, page_size=PAGE):
+def expire_crashes(ctx, backend, before, dry_run=False, page_size=PAGE, on_deleted=None):
     """The job body (see :func:`run_expire_crashes`)."""
     checkpoint = ctx.checkpoint
     if checkpoint:
@@ -123,7 +123,7 @@ def expire_crashes(ctx, backend, before, dry_run=False, page_size=PAGE):
     for index in range(next_index, len(days)):
         day = K.parse_timestamp(days[index])
         for page in _old_crashes(backend, day, before, page_size, ctx.heartbeat):
-            _expire_page(backend, page, report, dry_run)
+            _expire_page(backend, page, report, dry_run, on_deleted)
             ctx.heartbeat()
         ctx.report("days", index + 1, len(days))
         ctx.save({"days": days, "next": index + 1, "report": report}, phase="days")
@@ -133,7 +133,7 @@ def expire_crashes(ctx, backend, before, dry_run=False, page_size=PAGE):
     late = (cid for cid in listings.crashes_submitted(backend, datetime.combine(EPOCH, time(), UTC), before, page_size)
             if K.crash_date(cid) >= scanned_to)
     for page in _pages(late, page_size):
-        _expire_page(backend, page, report, dry_run)
+        _expire_page(backend, page, report, dry_run, on_deleted)
         ctx.heartbeat()
     report["volume_rows"] = _expire_volume_rows(backend, before, dry_run)
     ctx.add_counts(crashes=report["crashes"], deleted=report["deleted"])
@@ -153,20 +153,23 @@ def _expire_volume_rows(backend, before, dry_run):
     return len(rows)
 
 
-def run_expire_crashes(backend, before, dry_run=False, now=None, page_size=PAGE, progress=None, **job_options):
+def run_expire_crashes(backend, before, dry_run=False, now=None, page_size=PAGE, progress=None, on_deleted=None,
+                       **job_options):
     """Delete every crash submitted before ``before`` (``YYYY-MM-DD``), keeping its counts.
 
     Returns ``{"before", "dry_run", "days", "crashes" (found), "deleted", "volume_rows" (day
     volume rows deleted, or found in a dry run), "run_id"}``.
     InvalidArgument for a bad or future date; :class:`~socorro_store.jobs.runs.JobLeaseHeld`
     while a rollup, expire, reconcile-queue or verify-indexes run holds a shared lease.
+    ``on_deleted(crash_ids)``: called after each page is deleted (a store's search:
+    ``store.search.crashes_deleted`` removes them from its index).
     """
     moment = parse_before(before, now)
     if not isinstance(dry_run, bool):
         raise InvalidArgument(f"dry_run must be a bool: {dry_run!r}")
     if not is_int(page_size) or page_size < 1:
         raise InvalidArgument(f"page_size must be an int >= 1: {page_size!r}")
-    run = runs.run_job(backend, JOB, lambda ctx: expire_crashes(ctx, backend, moment, dry_run, page_size),
+    run = runs.run_job(backend, JOB, lambda ctx: expire_crashes(ctx, backend, moment, dry_run, page_size, on_deleted),
                        params={"before": moment.date().isoformat(), "dry_run": dry_run}, progress=progress,
                        resume=not dry_run, locks=(runs.COUNTERS_LEASE, runs.INDEXES_LEASE), **job_options)
     return {**run.result, "run_id": run.run_id}

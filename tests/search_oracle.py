@@ -13,7 +13,10 @@ Choices where the contract leaves room (the differential test's report names the
 * a terms facet with no ``sub`` has no ``"facets"`` key in its terms (as for histograms);
 * a hit's date is the document's own string (``document_of``'s UTC ISO form);
 * a terms facet on a date field is not defined by the contract (terms are "strings, ints,
-  booleans"): the oracle refuses it rather than guess.
+  booleans"): the oracle refuses it rather than guess (the parser refuses ``_facets=date`` too);
+* an integer bucket's term is exact, even where it falls outside 64 bits (``-2**63`` by 60 is in
+  the bucket starting at ``-9223372036854775860``);
+* ``errors`` is always empty: the oracle never estimates.
 """
 
 import re

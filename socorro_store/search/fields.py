@@ -22,6 +22,7 @@ library); anywhere else it is refused (:class:`~socorro_store.errors.ProtectedFi
 import json
 import re
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 TYPES = ("keyword", "text", "integer", "date", "boolean")
@@ -134,8 +135,14 @@ def document_of(processed_crash):
     keeps strings, an integer field integers (a numeric string such as a ``build`` of
     ``"20261120093000"`` is converted), a boolean field booleans (Socorro's ``"1"``/``"0"`` and
     1/0 too), a date field an ISO 8601 string with a time zone (naive times are UTC), kept as
-    that string's UTC form ``YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00``.  Strings that are not valid
-    Unicode (lone surrogates) and integers beyond 64 bits are left out too.
+    that string's UTC form ``YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00``.
+
+    Values every engine can hold alike, and nothing else (an engine must never drop a value
+    another keeps): strings of valid Unicode (no lone surrogates) up to :data:`MAX_STRING_CHARS`
+    characters (Lucene's term limit is 32,766 bytes of UTF-8), integers within
+    ±:data:`MAX_INTEGER` (doubles hold them exactly: Elasticsearch's histogram keys are doubles),
+    and dates from 1970 to 2262-04-11 (Elasticsearch's ``date_nanos``).  Socorro's own fields
+    stay far inside these: a comment is at most 500 characters, a build id 14 digits.
     """
     doc = {}
     for field in FIELDS.values():
@@ -143,6 +150,15 @@ def document_of(processed_crash):
         if value is not None:
             doc[field.name] = value
     return doc
+
+
+#: the longest string value a document keeps (Lucene's 32,766-byte term limit / 4 bytes a character)
+MAX_STRING_CHARS = 8191
+#: the largest integer magnitude a document keeps (2**53: exact in a double)
+MAX_INTEGER = 2 ** 53
+#: the dates a document keeps: [DATE_MIN, DATE_MAX) (Elasticsearch's date_nanos range)
+DATE_MIN = "1970-01-01T00:00:00+00:00"
+DATE_MAX = "2262-04-11T00:00:00+00:00"
 
 
 def _encodable(text):
@@ -155,20 +171,20 @@ def _encodable(text):
     return True
 
 
-def _typed(field, value):
-    from datetime import datetime, timezone
+_DATE_RANGE = tuple(datetime.fromisoformat(d) for d in (DATE_MIN, DATE_MAX))
 
+
+def _typed(field, value):
     if value is None:
         return None
     if field.is_string:
-        return value if isinstance(value, str) and _encodable(value) else None
+        return value if isinstance(value, str) and len(value) <= MAX_STRING_CHARS and _encodable(value) else None
     if field.type == "integer":
         if isinstance(value, bool):
             return None
         if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit() and len(value) <= 20:
             value = int(value)
-        # 64 bits, as Elasticsearch's long: a bigger number could not be indexed by any engine
-        return value if isinstance(value, int) and -(2 ** 63) <= value < 2 ** 63 else None
+        return value if isinstance(value, int) and -MAX_INTEGER <= value <= MAX_INTEGER else None
     if field.type == "boolean":
         if isinstance(value, bool):
             return value
@@ -185,7 +201,8 @@ def _typed(field, value):
         if when.tzinfo is None:
             when = when.replace(tzinfo=timezone.utc)
         try:
-            return when.astimezone(timezone.utc).isoformat()
+            when = when.astimezone(timezone.utc)
         except OverflowError:  # a time zone moves it past year 1 or 9999
             return None
+        return when.isoformat() if _DATE_RANGE[0] <= when < _DATE_RANGE[1] else None
     return None

@@ -1,8 +1,8 @@
 """The search feed: every processed save reaches the search index, from the change records.
 
-Runs on the embedded store (the search engine is the embedded one, in the store's directory) and
-through the ``serve`` gateway (HBase's protocol: the records and the lease go over Thrift1), with
-the feed driven by ``settle()`` so that each step is deterministic.
+The ``store`` tests run on every backend kind (the records, the crash rows and the lease on each;
+the search engine is the embedded one in a directory of its own), with the feed driven by
+``settle()`` so that each step is deterministic.  The rest run on embedded stores.
 """
 
 import os
@@ -26,8 +26,8 @@ WEEK = {"date": [">=2016-09-12", "<2016-09-19"]}
 
 
 @pytest.fixture
-def store(tmp_path):
-    with open_store(f"embedded://{tmp_path / 'store'}", search_feed=False) as s:
+def store(backend_url, tmp_path):
+    with open_store(backend_url, search_url=f"embedded://{tmp_path / 'search'}", search_feed=False) as s:
         s.create_tables()
         yield s
 

@@ -366,3 +366,24 @@ def test_the_local_tool_prints_its_url_and_leaves_nothing_running(opensearch_rea
     assert process.returncode == 128 + signal.SIGTERM
     with pytest.raises(ProcessLookupError):
         os.kill(java_pid, 0)
+
+
+@pytest.mark.parametrize("values, expected", [
+    ([f"!=v{i}" for i in range(995)], ["a", "b"]),       # !=x OR !=y holds for every crash
+    ([f"!~v{i}" for i in range(995)], ["a", "b"]),
+    ([f"=v{i}" for i in range(995)], ["a"]),
+    ([f"v{i} x{i}" for i in range(995)], ["a"]),          # 1,990 tokens
+    (["!=v5"], ["b"]),
+    (["!=v5", "!=v5"], ["b"]),
+    (["=v5", "!~OOM"], ["a"]),
+    (["::"], []),                                          # no token: nothing
+], ids=["neq", "not-contains", "eq", "tokens", "one-neq", "same-neq-twice", "eq-or-not-contains", "no-token"])
+def test_a_thousand_values_stay_within_lucenes_clause_limit(engine, values, expected):
+    """The parser lets a query hold 1,000 values; Lucene refuses more than 1,024 clauses, nested
+    ones counted, so the query must fold them (one terms query, one NOT of an AND)."""
+    from socorro_store.search.query import parse_search
+
+    engine.index([{"uuid": "a", "signature": "v5", "date": "2016-09-18T11:00:00+00:00"},
+                  {"uuid": "b", "signature": "OOM | small", "date": "2016-09-18T11:00:00+00:00"}])
+    answer = engine.search(parse_search({"signature": values}, now=BASE_TIME))
+    assert sorted(hit["uuid"] for hit in answer["hits"]) == expected

@@ -226,6 +226,9 @@ class OpenSearchEngine(SearchEngine):
         except (os_errors.AuthenticationException, os_errors.AuthorizationException) as exc:
             raise SearchUnavailable(f"OpenSearch {self.url} refused the credentials: {_short(exc)}") from None
         except os_errors.TransportError as exc:
+            if searching and "too_many" in _reason(exc.info) and "clauses" in _reason(exc.info):
+                raise SearchParameterError("query", "too many conditions for OpenSearch (Lucene's limit "
+                                                    "is 1,024 clauses in a query)") from None
             if searching and "too_many_buckets" in _reason(exc.info):
                 raise SearchParameterError("query", f"too expensive: {_reason(exc.info)}") from None
             if searching and exc.status_code == 400:

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 
 from ..errors import SearchParameterError
 from .contract import Cardinality, Histogram, Terms, facet_key
-from .fields import FIELDS
+from .fields import FIELDS, analyze
 
 #: bumped when the mapping changes: an index made by another version is refused (reindex it)
 MAPPING_VERSION = 1
@@ -113,17 +113,56 @@ def query_dsl(filters):
 
 
 def _field_dsl(field_filter):
+    """One field's conditions in few clauses: Lucene refuses a query of more than 1,024 clauses
+    in all (nested ones counted), and the parser lets a query hold 1,000 values.  Equalities are
+    one ``terms`` query, token matches one ``terms`` query on the tokens, and the negated
+    conditions of the OR are one clause: ``!a OR !b`` is ``NOT (a AND b)``."""
     ranges = [c for c in field_filter.conditions if c.is_range]
     others = [c for c in field_filter.conditions if not c.is_range]
-    must = [_condition_dsl(c) for c in ranges]
+    clause = {"filter": [_operator_dsl(c) for c in ranges if not c.negated]}
+    negated_ranges = [_operator_dsl(c) for c in ranges if c.negated]
+    if negated_ranges:
+        clause["must_not"] = negated_ranges
     if others:
-        must.append({"bool": {"should": [_condition_dsl(c) for c in others], "minimum_should_match": 1}})
-    return {"bool": {"filter": must}}
+        should = _positive_dsl(field_filter.field, [c for c in others if not c.negated])
+        negated = [c for c in others if c.negated]
+        if negated:
+            should.append({"bool": {"must_not": [{"bool": {"filter": _all_of_dsl(field_filter.field, negated)}}]}})
+        clause["filter"].append({"bool": {"should": should, "minimum_should_match": 1}})
+    return {"bool": clause}
 
 
-def _condition_dsl(condition):
-    query = _operator_dsl(condition)
-    return {"bool": {"must_not": [query]}} if condition.negated else query
+def _is_equality(field, condition):
+    return condition.operator == "=" or (condition.operator == "match" and field.type != "text")
+
+
+def _positive_dsl(name, conditions):
+    """Clauses any of which matching matches one of ``conditions`` (OR-ed)."""
+    field = FIELDS[name]
+    equal = [c.value for c in conditions if _is_equality(field, c)]
+    tokens = [t for c in conditions if c.operator == "match" and field.type == "text" for t in analyze(c.value)]
+    clauses = [_operator_dsl(c) for c in conditions
+               if not _is_equality(field, c) and not (c.operator == "match" and field.type == "text")]
+    if equal:
+        clauses.append({"terms": {name: sorted(set(equal), key=repr)}})
+    if any(c.operator == "match" and field.type == "text" for c in conditions):
+        # fields.analyze gives the index analyzer's tokens (the tests compare them on a node);
+        # no token at all matches nothing, as a match query's would
+        clauses.append({"terms": {name + TOKENS: sorted(set(tokens))}})
+    return clauses
+
+
+def _all_of_dsl(name, conditions):
+    """Clauses all of which matching matches every one of ``conditions`` (AND-ed, negation
+    not applied)."""
+    field = FIELDS[name]
+    equal = {c.value for c in conditions if _is_equality(field, c)}
+    clauses = [_operator_dsl(c) for c in conditions if not _is_equality(field, c)]
+    if len(equal) > 1:  # one value cannot equal two
+        clauses.append({"match_none": {}})
+    elif equal:
+        clauses.append({"term": {name: equal.pop()}})
+    return clauses
 
 
 def _operator_dsl(condition):
@@ -134,8 +173,7 @@ def _operator_dsl(condition):
     if op == "__true__":
         return {"term": {name: True}}
     if op == "match" and field.type == "text":
-        # a value with no token matches nothing (zero_terms_query "none"), as analyze() says
-        return {"match": {name + TOKENS: {"query": value, "operator": "or"}}}
+        return {"terms": {name + TOKENS: sorted(set(analyze(value)))}}
     if op in ("match", "="):
         return {"term": {name: value}}
     if op in ("~", "^", "$"):

@@ -387,3 +387,13 @@ def test_a_thousand_values_stay_within_lucenes_clause_limit(engine, values, expe
                   {"uuid": "b", "signature": "OOM | small", "date": "2016-09-18T11:00:00+00:00"}])
     answer = engine.search(parse_search({"signature": values}, now=BASE_TIME))
     assert sorted(hit["uuid"] for hit in answer["hits"]) == expected
+
+
+def test_a_regular_expression_too_complex_for_opensearch_is_a_400_naming_its_field(engine):
+    from socorro_store.errors import SearchParameterError
+    from socorro_store.search.query import parse_search
+
+    engine.index([{"uuid": "a", "signature": "v5", "date": "2016-09-18T11:00:00+00:00"}])
+    with pytest.raises(SearchParameterError) as caught:
+        engine.search(parse_search({"signature": "@.*a.{20}"}, now=BASE_TIME))
+    assert caught.value.parameter == "signature" and "too complex" in caught.value.problem

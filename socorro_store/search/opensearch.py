@@ -200,7 +200,9 @@ class OpenSearchEngine(SearchEngine):
             body["aggs"] = aggs
         if query.results_offset + query.results_number > 10_000:
             body["size"] = max(0, 10_000 - query.results_offset)
-        reply = self._call(self._client.search, index=self.index_name, body=body, searching=True)
+        regex_fields = sorted({f.field for f in query.filters if any(c.operator == "@" for c in f.conditions)})
+        reply = self._call(self._client.search, index=self.index_name, body=body,
+                           searching=regex_fields[0] if len(regex_fields) == 1 else "query")
         response = empty_response()
         response["total"] = reply["hits"]["total"]["value"]
         response["hits"] = [q.hit_of(query.columns, hit.get("_source", {})) for hit in reply["hits"]["hits"]]
@@ -215,8 +217,10 @@ class OpenSearchEngine(SearchEngine):
 
     # --- errors --------------------------------------------------------------------------
 
-    def _call(self, method, searching=False, **kwargs):
-        """``method(**kwargs)`` with every client failure mapped to the store's errors."""
+    def _call(self, method, searching=None, **kwargs):
+        """``method(**kwargs)`` with every client failure mapped to the store's errors; with
+        ``searching`` (the parameter an ``@`` pattern came from, else "query"), a query OpenSearch
+        refuses is a SearchParameterError."""
         from opensearchpy import exceptions as os_errors
 
         try:
@@ -231,6 +235,9 @@ class OpenSearchEngine(SearchEngine):
                                                     "is 1,024 clauses in a query)") from None
             if searching and "too_many_buckets" in _reason(exc.info):
                 raise SearchParameterError("query", f"too expensive: {_reason(exc.info)}") from None
+            if searching and "Determinizing" in _reason(exc.info):
+                raise SearchParameterError(searching, "regular expression too complex for OpenSearch (its "
+                                                      "automaton would pass 10,000 states)") from None
             if searching and exc.status_code == 400:
                 raise SearchParameterError("query", f"OpenSearch refused it: {_reason(exc.info)}") from None
             raise SearchUnavailable(f"OpenSearch {self.url}: {exc.status_code} {_reason(exc.info)}") from None

@@ -284,13 +284,22 @@ def facets_of(aggs, answer, errors):
         if isinstance(agg, Histogram) and FIELDS[agg.field].type == "integer":
             low = ((answer or {}).get(f"a{i}_min") or {}).get("value")
             high = ((answer or {}).get(f"a{i}_max") or {}).get("value")
-            if float(agg.interval) != agg.interval or (low is not None and low <= -agg.interval and low - agg.interval <= -EXACT_DOUBLE) \
-                    or (high is not None and high >= EXACT_DOUBLE):
+            if _histogram_may_round(agg.interval, low, high):
                 message = (f"histogram_{agg.field}: buckets may be misplaced and their terms rounded past 2**53 "
                            "(OpenSearch computes histogram keys as doubles)")
                 if message not in errors:
                     errors.append(message)
     return facets
+
+
+def _histogram_may_round(interval, low, high):
+    """Whether OpenSearch's double arithmetic may misplace or round an integer histogram's
+    buckets, given the field's extremes among the crashes matched (None: no values)."""
+    if float(interval) != interval:
+        return True
+    if high is not None and high >= EXACT_DOUBLE:
+        return True
+    return low is not None and low <= -interval and low - interval <= -EXACT_DOUBLE
 
 
 def _facet(agg, got, errors):

@@ -397,3 +397,12 @@ def test_a_regular_expression_too_complex_for_opensearch_is_a_400_naming_its_fie
     with pytest.raises(SearchParameterError) as caught:
         engine.search(parse_search({"signature": "@.*a.{20}"}, now=BASE_TIME))
     assert caught.value.parameter == "signature" and "too complex" in caught.value.problem
+
+
+def test_search_status_never_shows_the_password(tmp_path):
+    url = f"opensearch://ops:s3cret@127.0.0.1:{_closed_port()}?index=crashes"
+    with open_store(f"embedded://{tmp_path / 'store'}", search_url=url, search_feed=False) as store:
+        store.create_tables()
+        status = store.search_status()
+    assert status["url"] == f"opensearch://{url.rpartition('@')[2]}"
+    assert "s3cret" not in repr(status) and "unreachable" in status["last_error"]

@@ -16,7 +16,7 @@ from ..schema import change_keys as C
 from ..schema import keys as K
 from ..schema.specs import SALTS
 from ..schema.timeparse import parse_day
-from ..search.engines import open_search_engine
+from ..search.engines import open_search_engine, shown_url
 from . import change_records
 from .search_feed import _ROW_COLUMNS, SearchFeed, crash_document, dead_lettered, index_documents, pending_changes
 
@@ -61,9 +61,12 @@ class StoreSearch:
             return self._feed
 
     def saved(self):
-        """A save happened: make sure this process feeds."""
-        if self.url is not None and self._feed is None:
-            self.feed()
+        """A save landed: make sure this process feeds, and feeds now."""
+        if self.url is None:
+            return
+        feed = self._feed or self.feed()
+        if feed is not None:
+            feed.poke()
 
     def settle(self, timeout=30.0):
         """Feed until this store's saves are in the index (see :meth:`SearchFeed.catch_up`).
@@ -108,7 +111,7 @@ class StoreSearch:
     def status(self):
         """``{"configured", "url", "documents", "pending", "lag_seconds", "feeding", "last_error",
         "dead_lettered": [{"crash_id", "problem"}] (up to 100)}``."""
-        out = {"configured": self.configured, "url": self.url, "documents": None, "pending": 0, "lag_seconds": None,
+        out = {"configured": self.configured, "url": shown_url(self.url), "documents": None, "pending": 0, "lag_seconds": None,
                "feeding": False, "last_error": None, "dead_lettered": []}
         if change_records.enabled(self.backend):
             out["pending"], age = pending_changes(self.backend)

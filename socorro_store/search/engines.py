@@ -39,6 +39,19 @@ def resolve_search_url(search_url, store_directory=None):
     return search_url
 
 
+def shown_url(search_url):
+    """``search_url`` as it may be shown (status, pages, logs): credentials left out."""
+    if search_url is None:
+        return None
+    text = search_url.strip()
+    if text.lower().startswith("opensearch://"):
+        rest = text[len("opensearch://"):]
+        hosts, query = rest.partition("?")[0], rest.partition("?")[2]
+        hosts = hosts.rpartition("@")[2]
+        return f"opensearch://{hosts}" + (f"?{query}" if query else "")
+    return text
+
+
 def open_search_engine(search_url):
     """Open the engine ``search_url`` names (see the module docstring); ConfigError for a URL
     that names none."""

@@ -48,6 +48,8 @@ PENDING_SECONDS = 120.0
 BATCH = 200
 #: how often an idle background feeder looks for records
 IDLE_SECONDS = 0.5
+#: how long a feeder woken by a save waits for more saves before its pass
+COALESCE_SECONDS = 0.2
 _ROW_COLUMNS = [K.COL_OOID, K.COL_SUBMITTED, K.COL_CHANGED, K.COL_PROCESSED_JSON]
 
 
@@ -143,7 +145,9 @@ class SearchFeed:
         self._resume = b""
         self._lock = threading.Lock()  # one pass at a time in this process
         self._stop = threading.Event()
+        self._wake = threading.Event()  # a save landed: feed now, not at the next idle tick
         self.fed = self.removed = 0
+        self.passes = 0  # passes that found records (each: a scan, two reads, an index, a delete)
         self.failures = 0
         self.last_error = None
         self._thread = None
@@ -213,6 +217,7 @@ class SearchFeed:
                    "dead_lettered": 0}
             if not records:
                 return out
+            self.passes += 1
             rows = {cid: K.crash_row_key(cid) for cid in records}
             cells_of = self.backend.get_rows(K.CRASH_REPORTS, list(rows.values()), columns=_ROW_COLUMNS)
             now = time.time_ns()
@@ -291,10 +296,19 @@ class SearchFeed:
                 log.exception("search feed pass failed")
                 busy = False
             if not busy:
-                self._stop.wait(IDLE_SECONDS)
+                if self._wake.wait(IDLE_SECONDS):
+                    # let the saves landing about now join this pass: a pass per save would cost
+                    # its five calls per crash on a remote backend
+                    self._stop.wait(COALESCE_SECONDS)
+                self._wake.clear()
+
+    def poke(self):
+        """A save of this process landed: the background feeder looks for records at once."""
+        self._wake.set()
 
     def close(self):
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
         with self._lock:

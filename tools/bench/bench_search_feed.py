@@ -120,13 +120,16 @@ def run(url, search_url, rate, seconds, collectors, processors, poll_ms):
         outcome = results.get()
         observer.join()
         status = store.search_status()
+        feed = store.search._feed
+        passes = feed.passes if feed is not None else 0
     lags = sorted(outcome["lags"])
     return {"rate_asked": rate, "seconds": round(elapsed, 1), "processed": processed[0],
             "processed_per_s": round(processed[0] / seconds, 1), "found": len(lags),
             "never_found": outcome["never_found"], "pending_at_end": status["pending"],
             "lag_s": {"p50": round(percentile(lags, 0.5), 3), "p90": round(percentile(lags, 0.9), 3),
                       "p99": round(percentile(lags, 0.99), 3), "max": round(lags[-1], 3) if lags else None},
-            "poll_ms": poll_ms}
+            "poll_ms": poll_ms, "feed_passes": passes,
+            "crashes_per_feed_pass": round(processed[0] / passes, 1) if passes else None}
 
 
 def main(argv=None):
@@ -153,6 +156,8 @@ def main(argv=None):
               f"records waiting at the end {result['pending_at_end']}")
         print(f"ack -> found in search: p50 {lag['p50']} s, p90 {lag['p90']} s, p99 {lag['p99']} s, max {lag['max']} s "
               f"(observer polls every {result['poll_ms']} ms)")
+        print(f"feed passes {result['feed_passes']} ({result['crashes_per_feed_pass']} crashes a pass, "
+              "each pass 4 backend calls: scan the records, read the rows, read them again, delete the records)")
 
 
 if __name__ == "__main__":

@@ -61,11 +61,25 @@ def pytest_sessionfinish(session, exitstatus):
         import shutil
 
         shutil.rmtree(local.directory, ignore_errors=True)
+    elif _SESSION.get("url") and _SESSION.get("indexes"):  # an operator's cluster: leave no index behind
+        from socorro_store.errors import SearchUnavailable
+        from socorro_store.search.engines import open_search_engine
+
+        for index in _SESSION["indexes"]:
+            engine = open_search_engine(engine_url(_SESSION["url"], index))
+            try:
+                engine.drop_index()
+            except SearchUnavailable:
+                pass
+            finally:
+                engine.close()
 
 
 def fresh_index(prefix="t"):
-    """An index name no other test uses."""
-    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+    """An index name no other test uses (dropped at the end of the session on an external cluster)."""
+    name = f"{prefix}-{uuid.uuid4().hex[:12]}"
+    _SESSION.setdefault("indexes", []).append(name)
+    return name
 
 
 def engine_url(base_url, index):

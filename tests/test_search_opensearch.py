@@ -406,3 +406,27 @@ def test_search_status_never_shows_the_password(tmp_path):
         status = store.search_status()
     assert status["url"] == f"opensearch://{url.rpartition('@')[2]}"
     assert "s3cret" not in repr(status) and "unreachable" in status["last_error"]
+
+
+def test_an_index_another_process_just_made_is_waited_for(engine):
+    """A process finding the index made by another one a moment ago waits for its shard to
+    start, rather than fail its first search with "all shards failed"."""
+    body = opensearch_query.index_body()
+    body["settings"]["index"]["routing.allocation.require._name"] = "no-such-node"  # the shard waits
+    engine._client.indices.create(index=engine.index_name, body=body, params={"wait_for_active_shards": "0"})
+    release = threading.Timer(1.5, lambda: engine._client.indices.put_settings(
+        index=engine.index_name, body={"index.routing.allocation.require._name": None}))
+    release.start()
+    try:
+        assert engine.search(_query())["total"] == 0
+    finally:
+        release.join()
+    stuck = open_search_engine(engine_url(f"opensearch://{engine.hosts[0][0]}:{engine.hosts[0][1]}", fresh_index()))
+    try:
+        stuck.ready_seconds = 1
+        stuck._client.indices.create(index=stuck.index_name, body=body, params={"wait_for_active_shards": "0"})
+        with pytest.raises(SearchUnavailable, match="not ready"):
+            stuck.count()
+    finally:
+        stuck.drop_index()
+        stuck.close()

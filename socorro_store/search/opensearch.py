@@ -73,6 +73,8 @@ class OpenSearchEngine(SearchEngine):
             retry_on_timeout=True, http_compress=False)
         self._ready = False
         self._lock = threading.Lock()
+        #: how long the first call waits for the index's shards to start
+        self.ready_seconds = 30
 
     # --- the index -----------------------------------------------------------------------
 
@@ -89,6 +91,13 @@ class OpenSearchEngine(SearchEngine):
                 if "error" in made and made["error"].get("type") != "resource_already_exists_exception":
                     raise SearchUnavailable(f"OpenSearch {self.url}: cannot create the index: {_reason(made)}")
                 mapping = self._call(self._client.indices.get_mapping, index=self.index_name)
+            # a search on an index whose shard is still starting fails (503, "all shards failed"):
+            # another process may have made it a moment ago
+            health = self._call(self._client.cluster.health, index=self.index_name, wait_for_status="yellow",
+                                params={"timeout": f"{self.ready_seconds:g}s"},
+                                request_timeout=self.ready_seconds + 10, ignore=408)
+            if health.get("timed_out") or health.get("status") not in ("yellow", "green"):
+                raise SearchUnavailable(f"OpenSearch {self.url}: the index is not ready ({health.get('status')})")
             # the name may be an alias (a reindex moves it): every index behind it must be ours
             versions = {(held["mappings"].get("_meta") or {}).get("socorro_search_mapping")
                         for held in mapping.values()}

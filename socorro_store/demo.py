@@ -425,6 +425,7 @@ def run_demo(url=None, crashes=2000, processors=4, batch_size=100, seed=None, du
         elapsed = time.perf_counter() - started
         if errors:
             raise errors[0]
+        store.settle()  # the counters sent and the search index fed: what the report and the pages read
         return _report(store, day, crashes, processed_count[0], elapsed)
 
 

@@ -348,3 +348,17 @@ def test_expire_crashes_takes_the_crashes_out_of_the_search_index(tmp_path):
     assert result.exit_code == 0, result.stderr
     with open_store(url, search_feed=False) as store:
         assert _found(store) == {} and store.search_status()["documents"] == 0
+
+
+def test_the_demo_leaves_every_crash_searchable(tmp_path):
+    from socorro_store.demo import run_demo
+
+    url = f"embedded://{tmp_path / 'demo'}"
+    report = run_demo(url, crashes=120, processors=2, dump_kb=0, seed=3)
+    with open_store(url, search_feed=False) as store:
+        status = store.search_status()
+        assert status["pending"] == 0 and status["documents"] == 120
+        everything = store.super_search({"date": [">=2000-01-01", "<2100-01-01"], "_results_number": "0",
+                                         "_facets": "_cardinality.uuid"})
+        assert everything["total"] == 120 and everything["facets"]["cardinality_uuid"] == {"value": 120}
+    assert report

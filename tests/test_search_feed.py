@@ -362,3 +362,18 @@ def test_the_demo_leaves_every_crash_searchable(tmp_path):
                                          "_facets": "_cardinality.uuid"})
         assert everything["total"] == 120 and everything["facets"]["cardinality_uuid"] == {"value": 120}
     assert report
+
+
+def test_an_imported_crash_is_searchable_when_import_returns(tmp_path):
+    from cli_helpers import run
+
+    source, target = f"embedded://{tmp_path / 'source'}", f"embedded://{tmp_path / 'target'}"
+    with open_store(source, search_url="none") as store:
+        store.create_tables()
+        ids = _save(store, 2)
+    stream = tmp_path / "day.msgpack"
+    assert run(source, "export", "--day", "2016-09-18", "-o", str(stream)).exit_code == 0
+    result = run(target, "import", "--create", str(stream))
+    assert result.exit_code == 0, result.stderr
+    with open_store(target, search_feed=False) as store:
+        assert store.search_status()["pending"] == 0 and set(_found(store)) == set(ids)

@@ -94,13 +94,17 @@ def open_existing(ctx, local_url=None):
 
 
 def open_existing_store(ctx, local_url=None, search_url=None):
-    """A :class:`CrashStore` on an existing store (see :func:`open_existing`), searching as
-    ``open_store`` does: ``search_url``, else ``$SOCORRO_SEARCH_URL``, else an embedded store's
-    own directory (without it, ``web`` and ``queue status`` would see no search there)."""
-    url = url_of(ctx, local_url)
-    backend = open_existing(ctx, local_url)
+    """A :class:`CrashStore` on an existing store (see :func:`open_existing`, :func:`store_on`)."""
+    return store_on(ctx, open_existing(ctx, local_url), local_url, search_url)
+
+
+def store_on(ctx, backend, local_url=None, search_url=None):
+    """A :class:`CrashStore` on ``backend`` (closed if this fails), searching as ``open_store``
+    does: ``search_url``, else the global ``--search-url``, else ``$SOCORRO_SEARCH_URL``, else an
+    embedded store's own directory (without it, ``web`` and ``queue status`` would see no
+    search there, and ``import`` would leave its crashes unfed)."""
     try:
-        directory = backend.directory if parse_url(url).scheme == "embedded" else None
+        directory = backend.directory if parse_url(url_of(ctx, local_url)).scheme == "embedded" else None
         search_url = search_url or (ctx.find_root().obj or {}).get("search_url")  # the command's, else the global one
         return CrashStore(backend, search_url=resolve_search_url(search_url, directory))
     except BaseException:

@@ -8,11 +8,10 @@ import json
 import click
 
 from ..backends import open_backend
-from ..crashstore.store import CrashStore
 from ..errors import StoreNotFound
 from ..files import open_private
 from ..jobs import transfer
-from .common import echo_json, open_existing, progress_bar, stdout_to_devnull, url_of
+from .common import echo_json, open_existing, progress_bar, stdout_to_devnull, store_on, url_of
 from .crash import time_range
 
 
@@ -83,13 +82,14 @@ def import_command(ctx, source, no_rollup, create, as_json):
             backend = open_existing(ctx)
         except StoreNotFound as exc:
             raise StoreNotFound(f"{exc}, or give `import --create`") from None
-    with CrashStore(backend) as store:
+    with store_on(ctx, backend) as store:
         if create:
             store.create_tables()
         try:
             report = transfer.import_crashes(store, source, progress=progress, rollup_counters=not no_rollup)
         finally:
             close()
+        store.settle()  # the imported crashes searchable before the command returns
     if as_json:
         echo_json(report)
         return

@@ -26,10 +26,10 @@ import threading
 import time
 from datetime import datetime
 
-from ..errors import InvalidArgument, SearchParameterError, SearchUnavailable
+from ..errors import SearchParameterError, SearchUnavailable
 from . import embedded_sql as q
 from .contract import MAX_FACETS_SIZE, SearchEngine, empty_response
-from .fields import FIELDS, analyze
+from .fields import FIELDS, analyze, check_document
 
 BUSY_TIMEOUT_MS = 30000
 #: SQLite virtual-machine steps between two checks of the clock
@@ -165,7 +165,7 @@ class EmbeddedSearch(SearchEngine):
         """Add or replace ``documents`` in one transaction.  A document that is not a
         :func:`~.fields.document_of` dict (no ``uuid``, an unknown field, a value of the wrong
         type) raises :class:`~socorro_store.errors.InvalidArgument` and nothing is written."""
-        rows = [_checked(doc) for doc in documents]
+        rows = [check_document(doc) for doc in documents]
         if not rows:
             return
         with self._write_lock:
@@ -414,34 +414,3 @@ def _hit(columns, row):
 def _parse_date(value):
     when = datetime.fromisoformat(value.replace("Z", "+00:00"))
     return when
-
-
-def _checked(doc):
-    """``doc`` if it is a document the index can hold, else InvalidArgument naming the problem."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("uuid"), str):
-        raise InvalidArgument(f"a search document needs a string uuid: {doc!r:.200}")
-    for name, value in doc.items():
-        field = FIELDS.get(name)
-        if field is None:
-            raise InvalidArgument(f"search document {doc['uuid']}: no field {name!r}")
-        if value is None:
-            continue
-        if field.is_string:
-            ok = isinstance(value, str)
-            if ok:
-                try:
-                    value.encode("utf-8")
-                except UnicodeEncodeError:
-                    ok = False
-        elif field.type == "integer":
-            ok = not isinstance(value, bool) and isinstance(value, int) and q.INT64_MIN <= value <= q.INT64_MAX
-        elif field.type == "boolean":
-            ok = isinstance(value, bool)
-        else:
-            try:
-                ok = isinstance(value, str) and q.canonical_date(q.micros(_parse_date(value))) is not None
-            except (ValueError, OverflowError):  # OverflowError: in UTC it is before year 1 or after 9999
-                ok = False
-        if not ok:
-            raise InvalidArgument(f"search document {doc['uuid']}: {name}={value!r:.100} is not a {field.type}")
-    return doc

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..errors import InvalidArgument
+
 TYPES = ("keyword", "text", "integer", "date", "boolean")
 
 #: Socorro's processed-crash permissions, as the web view's allowlist keeps them (data, not code:
@@ -206,3 +208,38 @@ def _typed(field, value):
             return None
         return when.isoformat() if _DATE_RANGE[0] <= when < _DATE_RANGE[1] else None
     return None
+
+
+def check_document(doc):
+    """``doc`` without its None values, if it is a document an engine can hold: a dict with a
+    string ``uuid`` and only known fields, each value of its field's type (strings of valid
+    Unicode, 64-bit integers, booleans, ISO 8601 dates with a time zone).  Else InvalidArgument
+    naming the problem.  Every engine's ``index`` checks its batch with it before writing any.
+    (:func:`document_of` makes documents well inside this: engines hold somewhat more.)"""
+    if not isinstance(doc, dict) or not isinstance(doc.get("uuid"), str):
+        raise InvalidArgument(f"a search document needs a string uuid: {doc!r:.200}")
+    out = {}
+    for name, value in doc.items():
+        field = FIELDS.get(name)
+        if field is None:
+            raise InvalidArgument(f"search document {doc['uuid']}: no field {name!r}")
+        if value is None:
+            continue
+        if not _holds(field, value):
+            raise InvalidArgument(f"search document {doc['uuid']}: {name}={value!r:.100} is not a {field.type}")
+        out[name] = value
+    return out
+
+
+def _holds(field, value):
+    if field.is_string:
+        return isinstance(value, str) and _encodable(value)
+    if field.type == "integer":
+        return not isinstance(value, bool) and isinstance(value, int) and -(2 ** 63) <= value < 2 ** 63
+    if field.type == "boolean":
+        return isinstance(value, bool)
+    try:  # a date: in UTC it must stay within years 1 to 9999
+        return isinstance(value, str) and datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(
+            timezone.utc) is not None
+    except (ValueError, OverflowError):
+        return False

@@ -29,7 +29,7 @@ import threading
 from ..errors import InvalidArgument, SearchParameterError, SearchUnavailable
 from . import opensearch_query as q
 from .contract import MAX_FACETS_SIZE, SearchEngine, empty_response
-from .fields import FIELDS
+from .fields import FIELDS, check_document
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ class OpenSearchEngine(SearchEngine):
     def index(self, documents):
         """Add or replace ``documents``; a document that is not a :func:`~.fields.document_of`
         dict raises :class:`~socorro_store.errors.InvalidArgument` and nothing is written."""
-        docs = [q.source_of(_checked(doc)) for doc in documents]
+        docs = [q.source_of(check_document(doc)) for doc in documents]
         if not docs:
             return
         self._ensure_index()
@@ -286,34 +286,3 @@ def _reason(info):
     if error.get("caused_by") and not causes:
         cause = error["caused_by"]
     return f"{cause.get('type', '')}: {cause.get('reason', '')}"[:300]
-
-
-def _checked(doc):
-    """``doc`` if it is a document the index can hold, else InvalidArgument naming the problem."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("uuid"), str):
-        raise InvalidArgument(f"a search document needs a string uuid: {doc!r:.200}")
-    for name, value in doc.items():
-        field = FIELDS.get(name)
-        if field is None:
-            raise InvalidArgument(f"search document {doc['uuid']}: no field {name!r}")
-        if value is None:
-            continue
-        if field.is_string:
-            ok = isinstance(value, str)
-            if ok:
-                try:
-                    value.encode("utf-8")
-                except UnicodeEncodeError:  # a lone surrogate: no JSON OpenSearch reads
-                    ok = False
-        elif field.type == "integer":
-            ok = not isinstance(value, bool) and isinstance(value, int) and -(2 ** 63) <= value < 2 ** 63
-        elif field.type == "boolean":
-            ok = isinstance(value, bool)
-        else:
-            try:
-                ok = isinstance(value, str) and q.parse_date(value) is not None
-            except ValueError:
-                ok = False
-        if not ok:
-            raise InvalidArgument(f"search document {doc['uuid']}: {name}={value!r:.100} is not a {field.type}")
-    return {name: value for name, value in doc.items() if value is not None}

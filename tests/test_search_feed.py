@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from datetime import timedelta
 
 import pytest
 
@@ -377,3 +378,15 @@ def test_an_imported_crash_is_searchable_when_import_returns(tmp_path):
     assert result.exit_code == 0, result.stderr
     with open_store(target, search_feed=False) as store:
         assert store.search_status()["pending"] == 0 and set(_found(store)) == set(ids)
+
+
+def test_reindex_of_a_day_keeps_a_crash_whose_id_is_dated_the_day_after(store):
+    """Submitted at 23:59 on the 17th under an id dated the 18th: reindexing the 17th reads the
+    crash rows of ids dated the 17th, and must not take the document for a deleted crash."""
+    late = BASE_TIME.replace(hour=0, minute=0) - timedelta(minutes=1)
+    cid = crash_id()
+    store.save_raw_crash(raw_crash(cid, submitted=late), {}, cid)
+    store.save_processed(processed(cid, date_processed=late.isoformat()))
+    store.settle()
+    assert store.reindex_search("2016-09-17", "2016-09-18") == {"indexed": 0, "removed": 0, "days": 1}
+    assert set(_found(store)) == {cid}

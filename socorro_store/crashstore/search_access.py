@@ -7,18 +7,17 @@ on first use.  The first save or search starts a background feeder in this proce
 
 import logging
 import threading
-import time
 from datetime import datetime, timedelta, timezone
 
-from ..errors import BackendError, BackendUnavailable, InvalidArgument, SearchNotConfigured, SearchUnavailable
 from ..backends import RowMutation
+from ..errors import BackendError, BackendUnavailable, InvalidArgument, SearchNotConfigured, SearchUnavailable
 from ..schema import change_keys as C
 from ..schema import keys as K
 from ..schema.specs import SALTS
 from ..schema.timeparse import parse_day
 from ..search.engines import open_search_engine, shown_url
 from . import change_records
-from .search_feed import _ROW_COLUMNS, SearchFeed, crash_document, dead_lettered, index_documents, pending_changes
+from .search_feed import ROW_COLUMNS, SearchFeed, crash_document, dead_lettered, index_documents, pending_changes
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +122,7 @@ class StoreSearch:
             except SearchUnavailable as exc:
                 out["last_error"] = str(exc)
             if self._feed is not None:
-                out["feeding"] = self._feed._lease_until > time.time_ns()
+                out["feeding"] = self._feed.holds_lease
                 out["last_error"] = out["last_error"] or self._feed.last_error
         return out
 
@@ -165,7 +164,7 @@ class StoreSearch:
                    for cid, _problem in dead_lettered(self.backend, limit=None) if cid in seen - still_dead]
         if revived:  # indexed at last
             self.backend.mutate_rows(K.CHANGES, revived)
-        stale = [cid for cid in engine.crash_ids(*bounds) if cid not in seen]
+        stale = _gone(self.backend, [cid for cid in engine.crash_ids(*bounds) if cid not in seen])
         if stale:
             engine.delete(stale)
         out["removed"] = len(stale)
@@ -182,16 +181,27 @@ class StoreSearch:
             engine.close()
 
 
+def _gone(backend, crash_ids):
+    """The crashes of ``crash_ids`` with no crash row.  A document dated in the days read whose
+    crash id is dated the day beside (submitted just before midnight) is not stale."""
+    gone = []
+    for i in range(0, len(crash_ids), REINDEX_PAGE):
+        page = {K.crash_row_key(cid): cid for cid in crash_ids[i:i + REINDEX_PAGE]}
+        found = backend.get_rows(K.CRASH_REPORTS, list(page), columns=[K.COL_OOID])
+        gone += [cid for key, cid in page.items() if K.COL_OOID not in found.get(key, {})]
+    return gone
+
+
 def _crash_row_pages(backend, since, until):
     """Pages of ``(row, cells)`` of the crash rows of ``[since, until)`` (crash-id days), or of
     every crash row."""
     if since is None and until is None:
-        yield from _pages(backend.scan(K.CRASH_REPORTS, columns=_ROW_COLUMNS, page_size=REINDEX_PAGE))
+        yield from _pages(backend.scan(K.CRASH_REPORTS, columns=ROW_COLUMNS, page_size=REINDEX_PAGE))
         return
     day = since
     while day < until:
         for salt in SALTS:
-            yield from _pages(backend.scan(K.CRASH_REPORTS, prefix=K.crash_day_prefix(salt, day), columns=_ROW_COLUMNS,
+            yield from _pages(backend.scan(K.CRASH_REPORTS, prefix=K.crash_day_prefix(salt, day), columns=ROW_COLUMNS,
                                            page_size=REINDEX_PAGE))
         day += timedelta(days=1)
 

@@ -2,9 +2,9 @@
 
 A processed save writes a change record (:mod:`~socorro_store.schema.change_keys`) beside its
 signature pointer, before its crash row, and the crash row keeps the record's stamp in
-``flags:changed``, written with the row itself.  A deletion writes a record once the crash row
-is gone.  The feed reads the records, then the crash rows they name, and brings the search
-engine to what each crash row holds now:
+``flags:changed``, written with the row itself.  A deletion tells the engine itself, and writes
+a record only when the engine cannot be reached.  The feed reads the records, then the crash
+rows they name, and brings the search engine to what each crash row holds now:
 
 * a crash row holding the record's stamp, or a later one: the save has landed, and the crash
   is indexed from the row (the truth, not from anything the save remembered);
@@ -50,7 +50,8 @@ BATCH = 200
 IDLE_SECONDS = 0.5
 #: how long a feeder woken by a save waits for more saves before its pass
 COALESCE_SECONDS = 0.2
-_ROW_COLUMNS = [K.COL_OOID, K.COL_SUBMITTED, K.COL_CHANGED, K.COL_PROCESSED_JSON]
+#: what the feed and reindex read of a crash row
+ROW_COLUMNS = [K.COL_OOID, K.COL_SUBMITTED, K.COL_CHANGED, K.COL_PROCESSED_JSON]
 
 
 def crash_document(crash_id, cells):
@@ -156,6 +157,11 @@ class SearchFeed:
             self._thread.start()
 
     # -- the lease ------------------------------------------------------------------------
+    @property
+    def holds_lease(self):
+        """Whether this feeder holds the feed lease now."""
+        return self._lease_until > time.time_ns()
+
     def _hold_lease(self):
         """Hold (or renew) the feed lease; False while another live process holds it."""
         now = time.time_ns()
@@ -219,7 +225,7 @@ class SearchFeed:
                 return out
             self.passes += 1
             rows = {cid: K.crash_row_key(cid) for cid in records}
-            cells_of = self.backend.get_rows(K.CRASH_REPORTS, list(rows.values()), columns=_ROW_COLUMNS)
+            cells_of = self.backend.get_rows(K.CRASH_REPORTS, list(rows.values()), columns=ROW_COLUMNS)
             now = time.time_ns()
             documents, removed, consumed = [], [], []
             for crash_id, recs in records.items():

@@ -85,3 +85,14 @@ def test_the_hbase_backends_are_one_folder_reached_through_the_contract_only():
             if not allowed:
                 wrong.append(f"{path.relative_to(PACKAGE)}:{lineno} imports {'.'.join(target)}")
     assert wrong == []
+
+
+def test_every_folder_of_the_package_is_installed():
+    """pyproject.toml lists the packages by name: a new folder left out imports in an editable
+    install and is missing from a real one (``socorro_store.search`` was)."""
+    import tomllib
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {".".join(("socorro_store",) + p.parent.relative_to(PACKAGE).parts) if p.parent != PACKAGE
+               else "socorro_store" for p in PACKAGE.rglob("__init__.py")}
+    assert folders - listed == set()

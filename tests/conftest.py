@@ -7,9 +7,15 @@ instance id (Bigtable emulator).  Kinds whose environment is absent skip with th
 reason.  Server fixtures live in ``fixtures_*.py`` beside this file.
 """
 
+import os
 import uuid
 
 import pytest
+
+# Stores in tests feed their search index in settle() only: a feeder thread beside a test that
+# counts calls or compares whole tables would make it flaky.  The background feeder's own tests
+# ask for it (search_feed=True); production's default stays "background".
+os.environ.setdefault("SOCORRO_SEARCH_FEED", "inline")
 
 from socorro_store import open_store
 from socorro_store.backends import open_backend

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from datetime import timedelta
 
@@ -225,7 +226,7 @@ _WRITER = textwrap.dedent("""
     sys.path.insert(0, {tests!r})
     from store_helpers import BASE_TIME, crash_id, processed, raw_crash
     from socorro_store import open_store
-    store = open_store({url!r})
+    store = open_store({url!r}, search_feed=True)  # its background feeder holds the lease
     rng = random.Random(7)
     n = 0
     while True:
@@ -390,3 +391,30 @@ def test_reindex_of_a_day_keeps_a_crash_whose_id_is_dated_the_day_after(store):
     store.settle()
     assert store.reindex_search("2016-09-17", "2016-09-18") == {"indexed": 0, "removed": 0, "days": 1}
     assert set(_found(store)) == {cid}
+
+
+def test_the_background_feeder_indexes_saves_without_settle(tmp_path):
+    url = f"embedded://{tmp_path / 'store'}"
+    with open_store(url, search_feed=True) as store:
+        store.create_tables()
+        ids = _save(store, 3)
+        deadline = time.monotonic() + 30
+        while set(_found(store)) != set(ids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert set(_found(store)) == set(ids) and store.search.feed().holds_lease
+    assert not [t for t in threading.enumerate() if t.name == "search-feed"]  # closed with the store
+
+
+def test_the_feed_mode_comes_from_the_environment(monkeypatch, tmp_path):
+    from socorro_store.crashstore.search_access import feed_in_background
+    from socorro_store.errors import ConfigError, InvalidArgument
+
+    monkeypatch.setenv("SOCORRO_SEARCH_FEED", "background")
+    assert feed_in_background() is True
+    monkeypatch.setenv("SOCORRO_SEARCH_FEED", "inline")
+    assert feed_in_background() is False
+    monkeypatch.setenv("SOCORRO_SEARCH_FEED", "sometimes")
+    with pytest.raises(ConfigError, match="background or inline"):
+        open_store(f"embedded://{tmp_path / 'store'}")
+    with pytest.raises(InvalidArgument):
+        open_store(f"embedded://{tmp_path / 'store'}", search_feed="yes")

@@ -6,11 +6,13 @@ on first use.  The first save or search starts a background feeder in this proce
 """
 
 import logging
+import os
 import threading
 from datetime import datetime, timedelta, timezone
 
 from ..backends import RowMutation
-from ..errors import BackendError, BackendUnavailable, InvalidArgument, SearchNotConfigured, SearchUnavailable
+from ..errors import (BackendError, BackendUnavailable, ConfigError, InvalidArgument, SearchNotConfigured,
+                      SearchUnavailable)
 from ..schema import change_keys as C
 from ..schema import keys as K
 from ..schema.specs import SALTS
@@ -20,6 +22,21 @@ from . import change_records
 from .search_feed import ROW_COLUMNS, SearchFeed, crash_document, dead_lettered, index_documents, pending_changes
 
 log = logging.getLogger(__name__)
+
+#: ``background`` (the default) or ``inline``: whether a store feeds from a thread of its own
+FEED_ENV_VAR = "SOCORRO_SEARCH_FEED"
+_FEED_MODES = {"background": True, "inline": False}
+
+
+def feed_in_background():
+    """Whether stores feed from a background thread: ``$SOCORRO_SEARCH_FEED`` (``background``,
+    the default, or ``inline``: only ``settle()`` feeds, for a process whose feeding a
+    dedicated one does).  ConfigError for another value."""
+    mode = os.environ.get(FEED_ENV_VAR, "background").strip().lower() or "background"
+    if mode not in _FEED_MODES:
+        raise ConfigError(f"{FEED_ENV_VAR} must be background or inline, not {mode!r}")
+    return _FEED_MODES[mode]
+
 
 #: crash rows read per call by ``reindex``
 REINDEX_PAGE = 500
@@ -60,8 +77,9 @@ class StoreSearch:
             return self._feed
 
     def saved(self):
-        """A save landed: make sure this process feeds, and feeds now."""
-        if self.url is None:
+        """A save landed: make sure this process feeds, and feeds now (with a background feeder;
+        without one, ``settle`` feeds)."""
+        if self.url is None or not self.background_feed:
             return
         feed = self._feed or self.feed()
         if feed is not None:

@@ -15,7 +15,7 @@ from ..schema.table_admin import create_tables
 from . import counters, crashes, deletion, grouped_saves, inspect, listings, queue, reports, resubmissions, signature_reports
 from .group_commit import MAX_GROUP_BYTES, MAX_GROUP_ITEMS, GroupCommit, GroupLanes
 from ..search.engines import resolve_search_url
-from .search_access import StoreSearch
+from .search_access import StoreSearch, feed_in_background
 from .queue import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_ATTEMPTS, DEFAULT_RESCAN_SECONDS, QUEUES, HeldClaims, QueuePass, take
 
 
@@ -72,13 +72,15 @@ class CrashStore:
     of the queue counters (:class:`~.queue_scans.EmptyPollGate`); 0 scans at every poll.
     ``search_url``: the search engine's URL (:mod:`socorro_store.search.engines`; None: no
     search).  ``search_feed``: feed it from a background thread, started by the first save or
-    search (:mod:`.search_feed`); False feeds only in :meth:`settle`.
+    search (:mod:`.search_feed`); False feeds only in :meth:`settle` (a process whose feeding
+    another process does); None (the default): ``$SOCORRO_SEARCH_FEED`` (``background``, the
+    default, or ``inline``).
     """
 
     def __init__(self, backend, forbidden_keys=crashes.DEFAULT_FORBIDDEN_KEYS, max_cell_bytes=MAX_CELL_BYTES,
                  counter_flush_ms=None, group_max_crashes=MAX_GROUP_ITEMS, group_max_bytes=MAX_GROUP_BYTES,
                  group_lanes=DEFAULT_GROUP_LANES, queue_rescan_seconds=DEFAULT_RESCAN_SECONDS,
-                 background_counters=None, search_url=None, search_feed=True):
+                 background_counters=None, search_url=None, search_feed=None):
         if not is_int(max_cell_bytes) or not 0 < max_cell_bytes <= MAX_CELL_BYTES:
             raise InvalidArgument(f"max_cell_bytes must be an int in 1..{MAX_CELL_BYTES}")
         if isinstance(forbidden_keys, str):
@@ -108,6 +110,10 @@ class CrashStore:
         elif not isinstance(background_counters, bool):
             raise InvalidArgument(f"background_counters must be True, False or None: {background_counters!r}")
         self.live_counters = counters.LiveCounters(backend, counter_flush_ms, background_counters)
+        if search_feed is None:
+            search_feed = feed_in_background()
+        elif not isinstance(search_feed, bool):
+            raise InvalidArgument(f"search_feed must be True, False or None: {search_feed!r}")
         self.search = StoreSearch(backend, search_url, background_feed=search_feed)
 
     def __enter__(self):

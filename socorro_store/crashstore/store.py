@@ -6,17 +6,17 @@ contract, so it runs on every backend.  Thread-safe: many processor threads may 
 """
 
 from ..backends import RowMutation, open_backend
-from ..config import parse_url
 from ..backends.base import MAX_CELL_BYTES
 from ..checks import is_int
+from ..config import parse_url
 from ..errors import InvalidArgument
 from ..schema import keys as K
 from ..schema.table_admin import create_tables
+from ..search.engines import resolve_search_url
 from . import counters, crashes, deletion, grouped_saves, inspect, listings, queue, reports, resubmissions, signature_reports
 from .group_commit import MAX_GROUP_BYTES, MAX_GROUP_ITEMS, GroupCommit, GroupLanes
-from ..search.engines import resolve_search_url
-from .search_access import StoreSearch, feed_in_background
 from .queue import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_ATTEMPTS, DEFAULT_RESCAN_SECONDS, QUEUES, HeldClaims, QueuePass, take
+from .search_access import StoreSearch, feed_in_background
 
 
 #: Raw and processed groups in flight at once (see ``group_lanes``; measured in docs/performance.md).

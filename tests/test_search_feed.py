@@ -418,3 +418,15 @@ def test_the_feed_mode_comes_from_the_environment(monkeypatch, tmp_path):
         open_store(f"embedded://{tmp_path / 'store'}")
     with pytest.raises(InvalidArgument):
         open_store(f"embedded://{tmp_path / 'store'}", search_feed="yes")
+
+
+def test_a_deleted_crash_leaves_no_feed_dead_letter(store):
+    from socorro_store.crashstore.search_feed import dead_letter
+
+    (cid,) = _save(store, 1)
+    store.settle()
+    dead_letter(store.backend, cid, "refused once")
+    assert [d["crash_id"] for d in store.search_status()["dead_lettered"]] == [cid]
+    store.delete_crashes([cid])
+    assert store.search_status()["dead_lettered"] == []
+    assert not [row for row, _ in store.backend.scan(K.CHANGES) if cid.encode() in row]

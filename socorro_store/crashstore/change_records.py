@@ -42,16 +42,17 @@ def new_records(crash_ids):
 
 
 def forget(backend, crash_ids, limit=100_000):
-    """Delete every change record naming one of ``crash_ids`` (a deletion: privacy reaches the
-    records).  One scan of the records waiting (up to ``limit``: the feed's backlog)."""
+    """Delete every change record naming one of ``crash_ids``, and their feed dead letters (a
+    deletion: privacy reaches the records).  One scan of the records waiting (up to ``limit``:
+    the feed's backlog), one mutate.  Returns how many records went."""
     wanted = {cid.encode("ascii") for cid in crash_ids}
     if not wanted or not enabled(backend):
         return 0
     doomed = [RowMutation(row, delete_row=True)
               for row, cells in backend.scan(K.CHANGES, stop=C.RECORDS_STOP, columns=[K.COL_CHANGE_ID], limit=limit)
               if cells.get(K.COL_CHANGE_ID) in wanted]
-    if doomed:
-        backend.mutate_rows(K.CHANGES, doomed)
+    dead_letters = [RowMutation(C.FEED_DEAD_PREFIX + cid, delete_row=True) for cid in sorted(wanted)]
+    backend.mutate_rows(K.CHANGES, doomed + dead_letters)
     return len(doomed)
 
 

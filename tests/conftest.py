@@ -16,6 +16,7 @@ import pytest
 # counts calls or compares whole tables would make it flaky.  The background feeder's own tests
 # ask for it (search_feed=True); production's default stays "background".
 os.environ.setdefault("SOCORRO_SEARCH_FEED", "inline")
+os.environ.setdefault("SOCORRO_DERIVE", "inline")
 
 from socorro_store import open_store
 from socorro_store.backends import open_backend

@@ -179,7 +179,7 @@ def test_the_feed_lease_keeps_a_second_feeder_out_until_it_expires(tmp_path):
         assert first.search.feed().feed_pass()["indexed"] == 2
         _save(first, 1)
         assert second.search.feed().feed_pass() is None  # the first holds the lease
-        first.search.feed()._lease_until = 0  # the first process is gone: its lease expires
+        first.search.feed().lease.until = 0  # the first process is gone: its lease expires
         first.backend.mutate_rows(K.CHANGES, [search_feed.RowMutation(C.FEED_LEASE_ROW, {
             K.COL_CHANGE_LEASE: b"gone|%d" % (time.time_ns() - 1)})])
         assert second.search.feed().feed_pass()["indexed"] == 1
@@ -255,11 +255,11 @@ def test_a_feeding_writer_killed_mid_ingest_loses_no_save(tmp_path):
         writer.wait()
     with open_store(url, search_feed=False) as store:
         feed = store.search.feed()
-        feed.lease_ns = int(0.2e9)
+        feed.lease.term_ns = int(0.2e9)
         # the dead writer's lease is left to expire (LEASE_SECONDS), as it would in production
         lease = store.backend.get_row(K.CHANGES, C.FEED_LEASE_ROW).get(K.COL_CHANGE_LEASE, b"")
         holder, _, until = lease.rpartition(b"|")
-        assert holder and holder != feed.holder
+        assert holder and holder != feed.lease.holder
         store.backend.mutate_rows(K.CHANGES, [search_feed.RowMutation(C.FEED_LEASE_ROW, {
             K.COL_CHANGE_LEASE: holder + b"|%d" % (time.time_ns() + int(0.3e9))})])  # expiring soon
         assert store.settle(timeout=20)

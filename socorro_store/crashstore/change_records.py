@@ -11,7 +11,9 @@ import time
 import weakref
 
 from ..backends import RowMutation
+from ..errors import InvalidArgument
 from ..schema import change_keys as C
+from ..schema import derived_keys as D
 from ..schema import keys as K
 
 RECHECK_SECONDS = 60.0
@@ -31,13 +33,19 @@ def enabled(backend, now=time.monotonic):
     return found[1]
 
 
-def new_records(crash_ids):
-    """``{crash id: (stamp, RowMutation of its change record)}``, one fresh stamp per crash."""
+def new_records(crash_ids, search=True, derive=None):
+    """``{crash id: (stamp, RowMutation of its change record)}``, one fresh stamp per crash.
+
+    ``search``: the record is one for the search feed (``change:ooid``); ``derive`` (``b"S"``
+    a save, ``b"D"`` a deletion): one for the counter deriver (``change:derive``).  Each
+    consumer deletes its own cell, and a record with neither left is gone."""
     out = {}
     for crash_id in crash_ids:
         stamp = C.new_stamp()
-        out[crash_id] = (stamp, RowMutation(C.change_record_key(crash_id, stamp),
-                                            {K.COL_CHANGE_ID: crash_id.encode("ascii")}))
+        cells = {K.COL_CHANGE_ID: crash_id.encode("ascii")} if search else {}
+        if derive is not None:
+            cells[K.COL_CHANGE_DERIVE] = derive
+        out[crash_id] = (stamp, RowMutation(C.change_record_key(crash_id, stamp), cells))
     return out
 
 
@@ -45,15 +53,24 @@ def forget(backend, crash_ids, limit=100_000):
     """Delete every change record naming one of ``crash_ids``, and their feed dead letters (a
     deletion: privacy reaches the records).  One scan of the records waiting (up to ``limit``:
     the feed's backlog), one mutate.  Returns how many records went."""
-    wanted = {cid.encode("ascii") for cid in crash_ids}
+    wanted = set(crash_ids)
     if not wanted or not enabled(backend):
         return 0
     doomed = [RowMutation(row, delete_row=True)
-              for row, cells in backend.scan(K.CHANGES, stop=C.RECORDS_STOP, columns=[K.COL_CHANGE_ID], limit=limit)
-              if cells.get(K.COL_CHANGE_ID) in wanted]
+              for row, _cells in backend.scan(K.CHANGES, stop=C.RECORDS_STOP,
+                                              columns=[K.COL_CHANGE_ID, K.COL_CHANGE_DERIVE], limit=limit)
+              if _crash_of(row) in wanted]
+    wanted = {cid.encode("ascii") for cid in wanted}
     dead_letters = [RowMutation(C.FEED_DEAD_PREFIX + cid, delete_row=True) for cid in sorted(wanted)]
     backend.mutate_rows(K.CHANGES, doomed + dead_letters)
     return len(doomed)
+
+
+def _crash_of(key):
+    try:
+        return C.parse_change_record_key(key)[0]
+    except InvalidArgument:
+        return None  # not a record: left alone
 
 
 def record_deletions(backend, crash_ids):
@@ -65,3 +82,17 @@ def record_deletions(backend, crash_ids):
     and leave the crash indexed."""
     if crash_ids and enabled(backend):
         backend.mutate_rows(K.CHANGES, [mutation for _stamp, mutation in new_records(crash_ids).values()])
+
+
+def record_derived_deletions(backend, crash_ids):
+    """Write a deletion record (``change:derive`` = ``D``) for each deleted crash, once its rows
+    are gone: the deriver takes back what it counted (:mod:`.counter_deriver`)."""
+    if crash_ids:
+        backend.mutate_rows(K.CHANGES, [m for _stamp, m in new_records(crash_ids, search=False, derive=b"D").values()])
+
+
+def forget_counted(backend, crash_ids):
+    """Drop what the deriver counted deleted crashes under, keeping their counts (retention:
+    the counts of closed days stay when their crashes go)."""
+    if crash_ids:
+        backend.mutate_rows(K.DERIVED, [RowMutation(D.counted_row(cid), delete_row=True) for cid in crash_ids])

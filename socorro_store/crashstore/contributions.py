@@ -1,29 +1,35 @@
-"""What one stored crash counts for: the counter increments this store's saves made for it.
+"""What one stored crash counts for: its facts, and the counter increments they make.
 
-The live path counts a crash as it is saved (:func:`.counters.submit_increments` for the raw
-crash, :func:`.counters.signature_increments` and the processing errors for its first
-processing); :func:`stored_counts` gives the same increments from the crash row as stored, with
-the same functions, so whatever removes a crash (a privacy deletion) takes back exactly what its
-saves added.  Not included: the queue counters (moved by whoever takes each pointer), the hang
-pair (a pair of two crash rows) and the unique signatures of an interval (a per-interval
-marker): ``rollup`` recounts those from the crash rows left.
+:func:`facts_of` reads from a crash row what its counts depend on (its submitted time; as a raw
+crash of this store's collector, its legacy throttle, process type, product and version; as a
+crash this store processed, its signature, dimensions and processing error), and
+:func:`increments_of` gives the increments of those facts with the same functions the live path
+uses (:func:`.counters.submit_increments`, :func:`.counters.signature_increments`, the
+processing errors).  So whatever counts a crash, the live path, a deletion taking its counts
+back (:func:`stored_counts`) or the deriver (:mod:`.counter_deriver`, which keeps each crash's
+facts as counted and applies the difference), counts it alike.
+
+Not included: the queue counters (moved by whoever takes each pointer), the hang pair (a pair of
+two crash rows) and the unique signatures of an interval (a per-interval marker).
 """
 
+from ..backends import Increment
+from ..schema import dimension_keys as DK
 from ..schema import keys as K
 from ..schema.crash_facts import stored_process_type, stored_processing_error
 from ..schema.stored import stored_legacy, stored_processed, stored_time
 from . import counters
 
-#: the crash-row columns :func:`stored_counts` reads
+#: the crash-row columns :func:`facts_of` reads
 COLUMNS = (b"flags", K.COL_SUBMITTED, K.COL_SIGNATURE, K.COL_META)
 
 
-def stored_counts(cells, amount=1):
-    """The metrics and signature counter increments (times ``amount``: -1 takes them back) of a
-    crash row's ``cells`` (at least :data:`COLUMNS`); none for a row without a readable
-    submitted time.
+def facts_of(cells):
+    """The facts a crash row's ``cells`` (at least :data:`COLUMNS`) count under, uncapped; None
+    when it counts for nothing (no readable submitted time, or neither saved nor processed by
+    this store).
 
-    Only what this store counted: the raw crash's counts when this store's collector saved it
+    Only what this store counts: the raw crash's counts when this store's collector saved it
     (``flags:process_type``, which Socorro's collector never writes), the processed crash's when
     this store's processor saved it (``flags:processing_error``).  Socorro's code counted its
     own crashes in fewer cells (no signature counters, no dimensions): taking those back would
@@ -31,17 +37,53 @@ def stored_counts(cells, amount=1):
     try:
         submitted = stored_time(cells[K.COL_SUBMITTED])
     except (KeyError, ValueError):
-        return []
-    incs = []
+        return None
+    raw = proc = None
     if K.COL_PROCESS_TYPE in cells:  # saved by this store's collector (Socorro's never writes it)
-        incs += [inc for inc in counters.submit_increments(submitted, stored_legacy(cells.get(K.COL_LEGACY)),
-                                                           stored_process_type(cells), cells)
-                 if inc.row != K.QUEUE_ROW]
+        raw = [stored_legacy(cells.get(K.COL_LEGACY)), stored_process_type(cells),
+               counters.crash_dimensions(cells, processed=False)]
     if stored_processed(cells) and K.COL_PROCESSING_ERROR in cells:  # processed by this store
         signature = cells.get(K.COL_SIGNATURE, K.NULL_SIGNATURE.encode()).decode("utf-8", "surrogatepass")
-        incs += counters.signature_increments(signature, submitted, cells=cells)
-        if signature == K.NULL_SIGNATURE or stored_processing_error(cells):
+        error = signature == K.NULL_SIGNATURE or bool(stored_processing_error(cells))
+        proc = [signature, counters.crash_dimensions(cells), error]
+    if raw is None and proc is None:
+        return None
+    return {"t": submitted.isoformat(), "raw": raw, "proc": proc}
+
+
+def capped(facts, admitted):
+    """``facts`` with the cardinality cap applied to their dimension values
+    (:func:`~socorro_store.schema.dimension_keys.cap_values`, ``admitted(field, value, product)``)."""
+    if facts is None:
+        return None
+    out = dict(facts)
+    if facts["raw"] is not None:
+        legacy, process_type, dims = facts["raw"]
+        out["raw"] = [legacy, process_type, DK.cap_values(dims, admitted)]
+    if facts["proc"] is not None:
+        signature, dims, error = facts["proc"]
+        out["proc"] = [signature, DK.cap_values(dims, admitted), error]
+    return out
+
+
+def increments_of(facts, amount=1):
+    """The metrics and signature counter increments (times ``amount``) of ``facts``."""
+    if facts is None:
+        return []
+    submitted, incs = facts["t"], []
+    if facts["raw"] is not None:
+        legacy, process_type, dims = facts["raw"]
+        incs += counters.submit_increments(submitted, legacy, process_type, dims=dims, queues=False)
+    if facts["proc"] is not None:
+        signature, dims, error = facts["proc"]
+        incs += counters.signature_increments(signature, submitted, dims=dims)
+        if error:
             incs += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS])
     if amount == 1:
         return incs
-    return [type(inc)(inc.table, inc.row, inc.column, inc.amount * amount) for inc in incs]
+    return [Increment(inc.table, inc.row, inc.column, inc.amount * amount) for inc in incs]
+
+
+def stored_counts(cells, amount=1):
+    """The increments (times ``amount``: -1 takes them back) of a crash row's ``cells``, uncapped."""
+    return increments_of(facts_of(cells), amount)

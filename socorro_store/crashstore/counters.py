@@ -153,24 +153,26 @@ def crash_dimensions(cells, processed=True):
     return out
 
 
-def submit_increments(submitted, legacy_processing, process_type, cells=None):
+def submit_increments(submitted, legacy_processing, process_type, cells=None, dims=None, queues=True):
     """The metrics and queue counters of one saved raw crash.
 
     ``cells`` (the crash row's puts): with them, ``submitted_crash_reports`` is also counted per
-    product and product+version (``flags:product``/``flags:version``)."""
+    product and product+version (``flags:product``/``flags:version``); ``dims`` gives those
+    values instead (as counted: the deriver's capped facts).  ``queues=False``: no queue counter."""
     names = [SUBMITTED]
     if legacy_processing is not None:
         names.append(throttle_counter(legacy_processing))
     if process_type and process_type != "default":
         names.append(oop_counter(process_type))
     out = metric_increments(submitted, names)
-    if cells is not None:
+    if cells is not None and dims is None:
         dims = crash_dimensions(cells, processed=False)
+    if dims is not None:
         plain = counter_column(SUBMITTED)
         out += [Increment(METRICS, row, DK.with_key(plain, key), 1)
                 for row in metrics_rows(submitted).values() for key in DK.keys_of(dims, DK.METRICS_DIMENSIONS)]
-    out += queue_increments(inserts_unprocessed=1,
-                            inserts_unprocessed_legacy=1 if legacy_processing == 0 else 0)
+    if queues:
+        out += queue_increments(inserts_unprocessed=1, inserts_unprocessed_legacy=1 if legacy_processing == 0 else 0)
     return out
 
 
@@ -178,19 +180,21 @@ def hang_pair_increments(submitted):
     return metric_increments(submitted, [HANG_PAIRS])
 
 
-def signature_increments(signature, submitted, amount=1, cells=None):
+def signature_increments(signature, submitted, amount=1, cells=None, dims=None):
     """The four interval counters of ``signature`` for a crash submitted at ``submitted``, and
     its count in the day's ranking (:mod:`~socorro_store.schema.ranking_keys`); with ``cells``
     (the processed crash's puts) also the dimensioned ones of each interval, and its product's
-    ranking."""
+    ranking; ``dims`` gives the dimension values instead (as counted: capped facts)."""
     row = signature_row(signature)
     columns = list(signature_counter_columns(submitted).values())
     day = parse_timestamp(submitted).date()
     rankings = [RK.rank_row(day)]
-    if cells is not None:
-        keys = DK.keys_of(crash_dimensions(cells), DK.SIGNATURE_DIMENSIONS)
+    if cells is not None and dims is None:
+        dims = crash_dimensions(cells)
+    if dims is not None:
+        keys = DK.keys_of(dims, DK.SIGNATURE_DIMENSIONS)
         columns += [DK.with_key(column, key) for column in columns for key in keys]
-        rankings += [RK.rank_row(day, key) for key in DK.keys_of(crash_dimensions(cells), RK.RANKED_KINDS)]
+        rankings += [RK.rank_row(day, key) for key in DK.keys_of(dims, RK.RANKED_KINDS)]
     return ([Increment(SIGNATURES, row, column, amount) for column in columns]
             + [Increment(SIGNATURES_SEEN, ranking, RK.rank_column(row), amount) for ranking in rankings])
 
@@ -461,9 +465,11 @@ class LiveCounters:
     next ``rollup`` recomputes every count tallied here.
     """
 
-    def __init__(self, backend, flush_ms=None, background=False):
+    def __init__(self, backend, flush_ms=None, background=False, derive_background=False):
         if flush_ms is not None and background:
             raise InvalidArgument("counter_flush_ms and background counters exclude each other")
+        self._deriver, self._derive_background = None, derive_background
+        self._deriver_lock = threading.Lock()
         self.backend = backend
         self.buffer = CounterBuffer(backend, flush_ms, self._lost_flush) if flush_ms is not None else None
         self.sender = CounterSender(self._send_jobs, gather_s=GATHER_S) if background else None
@@ -471,6 +477,25 @@ class LiveCounters:
         self._failures_lock = threading.Lock()
         self.seen_markers = SeenMarkers()
         self.dimensions = Dimensions()
+
+    def deriver(self):
+        """The store's :class:`~.counter_deriver.CounterDeriver`, started on first use, when the
+        store is cut over to derived counters; else None (its saves increment live)."""
+        if self._deriver is None:
+            from . import counter_deriver  # the deriver counts with this module's functions
+
+            if not counter_deriver.enabled(self.backend):
+                return None
+            with self._deriver_lock:
+                if self._deriver is None:
+                    self._deriver = counter_deriver.CounterDeriver(
+                        self.backend, self.dimensions.admitter(self.backend), background=self._derive_background)
+        return self._deriver
+
+    def changed(self, stamps):
+        """Saves of this store wrote change records with ``stamps`` for the deriver."""
+        if stamps:
+            self.deriver().noted(max(stamps))
 
     def send(self, increments, detect=None):
         """Send ``increments`` plus those ``detect()`` returns, in one call (or hand them over)."""
@@ -513,6 +538,8 @@ class LiveCounters:
         without one): what this store wrote, its counter reads then see."""
         if self.sender is not None:
             self.sender.settle()
+        if self._deriver is not None:
+            self._deriver.settle_own()
 
     def tally(self, kind, n):
         """Record ``n`` increments of ``kind`` lost (logged once per call)."""
@@ -531,5 +558,7 @@ class LiveCounters:
     def close(self):
         if self.sender is not None:
             self.sender.close()
+        if self._deriver is not None:
+            self._deriver.close()
         if self.buffer is not None:
             self.buffer.close()

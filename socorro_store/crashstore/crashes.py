@@ -36,7 +36,7 @@ from ..schema.crash_facts import (
 )
 from ..schema.queue_keys import COL_DEAD, COL_DEAD_LETTER, claim_cell, dead_letter_key
 from ..schema.stored import stored_time, time_index_key_forms
-from . import counters
+from . import change_records, counters
 from .listings import crashes_by_signature, crashes_submitted  # noqa: F401 - the listings, re-exported
 from .processed_saves import write_processed  # noqa: F401 - the save path of processed crashes
 from .queue import lease_of, read_claims, read_dead_letter_cells
@@ -203,10 +203,21 @@ def write_raw(backend, crashes, live_counters):
                                                 {K.hang_column(crash.process_type): ooid[K.COL_OOID]}))
             index[K.HANG_ID_SUBMITTED_TIME].append(
                 RowMutation(key, {**ooid, K.COL_HANG: crash.puts[K.COL_HANG]}))
+    derived = live_counters.deriver() is not None
+    stamps = []
+    if derived:  # counted by the deriver from the crash row: a change record, with the pointers
+        changes = change_records.new_records([crash.crash_id for crash in crashes], search=False, derive=b"S")
+        index[K.CHANGES] = [mutation for _stamp, mutation in changes.values()]
+        for crash in crashes:
+            stamps.append(changes[crash.crash_id][0])
+            crash.puts[K.COL_CHANGED] = stamps[-1]  # lands with the row: the deriver's proof it landed
     backend.mutate_tables(index)  # every pointer is stored before any crash row
     increments = []
     for crash in crashes:
-        increments += counters.submit_increments(crash.submitted, crash.legacy, crash.process_type, crash.puts)
+        if derived:
+            increments += counters.queue_increments(inserts_unprocessed=1, inserts_unprocessed_legacy=int(crash.legacy == 0))
+        else:
+            increments += counters.submit_increments(crash.submitted, crash.legacy, crash.process_type, crash.puts)
     try:
         backend.mutate_rows(K.CRASH_REPORTS, [crash.row_mutation() for crash in crashes])
     except (BackendUnavailable, BackendError):
@@ -215,6 +226,7 @@ def write_raw(backend, crashes, live_counters):
         raise
     hangs = [c for c in crashes if c.hang_id is not None]
     live_counters.send(increments, lambda: _new_hang_pairs(backend, hangs))
+    live_counters.changed(stamps)
 
 
 def _new_hang_pairs(backend, crashes):

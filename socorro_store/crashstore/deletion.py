@@ -40,6 +40,7 @@ import logging
 
 from ..backends import RowMutation
 from ..errors import CrashIDNotFound
+from ..schema import change_keys as C
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of
 from ..schema.queue_keys import claim_cell, dead_letter_key
@@ -51,7 +52,7 @@ from ..schema.stored import (
     stored_time,
     time_index_key_forms,
 )
-from . import change_records, counters
+from . import change_records, counter_deriver, counters
 from .contributions import stored_counts
 from .crashes import unique_crash_ids
 from .states import queue_pointer_forms, socorro_takes_legacy
@@ -91,7 +92,8 @@ def delete_crashes(backend, crash_ids, missing_ok=False, live_counters=None, on_
     dequeued = _dequeue(backend, present)
     backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(row, delete_row=True) for cid in present for row in keys[cid]
                                           if row in found])
-    if live_counters is not None:  # the rows are gone: what they counted goes with them
+    derived = counter_deriver.enabled(backend)
+    if live_counters is not None and not derived:  # the rows are gone: what they counted goes with them
         live_counters.send([inc for cells in present.values() for inc in stored_counts(cells, -1)])
     deletes = {table: [] for table in _TIME_INDEXES + (K.SIGNATURE_OOID,)}
     hang_sides, socorro_hang_times = {}, {}
@@ -138,6 +140,11 @@ def delete_crashes(backend, crash_ids, missing_ok=False, live_counters=None, on_
         except Exception as exc:  # noqa: BLE001 - any error: the crash is gone, which is what was asked
             _log.warning("queue counters not moved for deleted crashes (reconcile-queue repairs them): %s", exc)
     change_records.forget(backend, list(present))
+    if derived and live_counters is not None:  # the deriver takes back what it counted them under
+        change_records.record_derived_deletions(backend, list(present))
+        live_counters.deriver().noted(C.new_stamp())
+    elif derived:  # retention: their counts stay, what they were counted under goes
+        change_records.forget_counted(backend, list(present))
     if on_deleted is not None:
         on_deleted(sorted(present))
     return list(present)

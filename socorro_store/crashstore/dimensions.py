@@ -79,14 +79,14 @@ class Dimensions:
             self._rows[row] = (self._clock(), fresh)
             return value if admitted or kept else DK.OTHER
 
-    def _admitter(self, backend):
+    def admitter(self, backend):
         """The ``admitted(field, value, product)`` callback of :func:`DK.cap_values`: admitted
         already, or now by arrival when the row has room."""
         return lambda field, value, product: self.value(backend, field, value, product) == value
 
     def resolve(self, backend, dims):
         """``dims`` ({"product", "version", "os"}, normalized) with the cap applied."""
-        return DK.cap_values(dims, self._admitter(backend))
+        return DK.cap_values(dims, self.admitter(backend))
 
     def resolve_key(self, backend, key):
         """A dimension key with the cap applied (cached with the rows it was decided by)."""
@@ -95,7 +95,7 @@ class Dimensions:
                 self._keys, self._keys_since = {}, self._clock()
             found = self._keys.get(key)
         if found is None:
-            found = DK.capped_key(key, self._admitter(backend))
+            found = DK.capped_key(key, self.admitter(backend))
             with self._lock:
                 if len(self._keys) > 100000:  # bounded: keys over the cap are unbounded in number
                     self._keys.clear()

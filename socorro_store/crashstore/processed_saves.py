@@ -116,7 +116,7 @@ def write_processed(backend, crashes, live_counters, held=None):
 class Plan:
     """What saving one crash over its (possibly stale) state writes and may count (no I/O)."""
 
-    def __init__(self, crash, state, socorro_beside=False, change=None):
+    def __init__(self, crash, state, socorro_beside=False, change=None, derived=False):
         self.crash, self.state = crash, state
         submitted = state["submitted"]
         row = K.crash_row_key(crash.crash_id)
@@ -156,9 +156,10 @@ class Plan:
             if own_form is not None:  # the pointers this store's collector counted, dequeued once
                 first += counters.queue_increments(deletes_unprocessed=1,
                                                    deletes_unprocessed_legacy=int(legacy and not socorro_beside))
-            first += counters.signature_increments(crash.signature, submitted, cells=dimension_cells)
-            if crash.error:
-                first += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS])
+            if not derived:  # else the deriver counts them, from the crash row
+                first += counters.signature_increments(crash.signature, submitted, cells=dimension_cells)
+                if crash.error:
+                    first += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS])
             fresh = [(crash.signature, submitted)]
             if state.get("processed_flag") == FLAG_UNPROCESSED:
                 del puts[K.COL_PROCESSED]  # written by the check-and-put that decides who counts
@@ -166,6 +167,12 @@ class Plan:
             else:  # no N/Y flag (Socorro's happybase rows): counted from the state, as before
                 self.increments += first
                 self.fresh += fresh
+        elif derived:  # the deriver moves its counts, from the facts it counted it under
+            if state["signature"] != crash.signature:
+                self.fresh.append((crash.signature, submitted))
+                if state["signature"] is not None:
+                    self.cleanup[K.SIGNATURE_OOID].append(
+                        RowMutation(K.signature_index_key(state["signature"], submitted, crash.crash_id), delete_row=True))
         else:
             # A reprocessing moves its counts from the state it read, which two processors (a
             # priority lease taken over) both read: each move is decided by a check-and-put of
@@ -203,8 +210,12 @@ def _write_processed(backend, crashes, live_counters, known):
     if unknown:
         states.update(read_states(backend, unknown))
     beside = any(state["legacy"] == 0 for state in states.values()) and socorro_takes_legacy(backend)
-    changes = change_records.new_records({c.crash_id for c in crashes}) if change_records.enabled(backend) else {}
-    plans = [Plan(crash, states[crash.crash_id], beside, changes.get(crash.crash_id)) for crash in crashes]
+    derived = live_counters.deriver() is not None
+    changes = {}
+    if derived or change_records.enabled(backend):
+        changes = change_records.new_records({c.crash_id for c in crashes}, search=change_records.enabled(backend),
+                                             derive=b"S" if derived else None)
+    plans = [Plan(crash, states[crash.crash_id], beside, changes.get(crash.crash_id), derived) for crash in crashes]
     # the pointer and the change record first: without the row they are harmless, a row without
     # them would be missing from the signature index and the search index
     first = {K.SIGNATURE_OOID: [p.sig_put for p in plans]}
@@ -240,6 +251,8 @@ def _write_processed(backend, crashes, live_counters, known):
         # decided, so they go beside the clean-up, and its failure cannot lose them
         calls.append(lambda: backend.mutate_tables(cleanup))
     backend.overlap(calls)
+    if derived:
+        live_counters.changed([p.change[0] for p in stored])
     if failed is not None:
         raise failed
     return sorted(deleted)

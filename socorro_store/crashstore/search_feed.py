@@ -27,11 +27,8 @@ or expired, so a killed feeder's work is taken over within :data:`LEASE_SECONDS`
 
 import json
 import logging
-import os
-import socket
 import threading
 import time
-import uuid
 
 from ..backends import RowMutation
 from ..errors import BackendError, BackendUnavailable, InvalidArgument, SearchUnavailable, TableNotFound
@@ -39,6 +36,7 @@ from ..schema import change_keys as C
 from ..schema import keys as K
 from ..schema.stored import stored_time
 from ..search.fields import document_of
+from .row_lease import RowLease
 
 log = logging.getLogger(__name__)
 
@@ -140,9 +138,8 @@ class SearchFeed:
     def __init__(self, backend, engine, background=True, holder=None, batch=BATCH,
                  lease_seconds=LEASE_SECONDS, pending_seconds=PENDING_SECONDS):
         self.backend, self.engine = backend, engine
-        self.holder = (holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}").encode("utf-8")
-        self.batch, self.lease_ns, self.pending_ns = batch, int(lease_seconds * 1e9), int(pending_seconds * 1e9)
-        self._lease_until = 0
+        self.lease = RowLease(backend, K.CHANGES, C.FEED_LEASE_ROW, K.COL_CHANGE_LEASE, holder, lease_seconds)
+        self.batch, self.pending_ns = batch, int(pending_seconds * 1e9)
         self._resume = b""
         self._lock = threading.Lock()  # one pass at a time in this process
         self._stop = threading.Event()
@@ -160,34 +157,7 @@ class SearchFeed:
     @property
     def holds_lease(self):
         """Whether this feeder holds the feed lease now."""
-        return self._lease_until > time.time_ns()
-
-    def _hold_lease(self):
-        """Hold (or renew) the feed lease; False while another live process holds it."""
-        now = time.time_ns()
-        if self._lease_until - now > self.lease_ns // 2:
-            return True
-        current = self.backend.get_row(K.CHANGES, C.FEED_LEASE_ROW, [K.COL_CHANGE_LEASE]).get(K.COL_CHANGE_LEASE)
-        if current:
-            holder, _, until = current.rpartition(b"|")
-            if holder != self.holder and until.isdigit() and int(until) > now:
-                self._lease_until = 0
-                return False
-        until = now + self.lease_ns
-        won = self.backend.check_and_put(K.CHANGES, C.FEED_LEASE_ROW, K.COL_CHANGE_LEASE, current,
-                                         {K.COL_CHANGE_LEASE: self.holder + b"|%d" % until})
-        self._lease_until = until if won else 0
-        return won
-
-    def _release_lease(self):
-        if self._lease_until > time.time_ns():
-            current = self.holder + b"|%d" % self._lease_until
-            try:
-                self.backend.check_and_put(K.CHANGES, C.FEED_LEASE_ROW, K.COL_CHANGE_LEASE, current,
-                                           {K.COL_CHANGE_LEASE: b""})
-            except (BackendError, BackendUnavailable):
-                pass  # it expires
-        self._lease_until = 0
+        return self.lease.held
 
     # -- one pass -------------------------------------------------------------------------
     def _read_records(self):
@@ -216,7 +186,7 @@ class SearchFeed:
         ``{"records": n, "indexed": n, "removed": n, "kept": n}``, or None when another process
         holds the lease.  Engine failures raise :class:`SearchUnavailable` with nothing consumed."""
         with self._lock:
-            if not self._hold_lease():
+            if not self.lease.hold():
                 return None
             records = self._read_records()
             out = {"records": sum(len(r) for r in records.values()), "indexed": 0, "removed": 0, "kept": 0,
@@ -251,7 +221,8 @@ class SearchFeed:
             if removed:
                 self.engine.delete(removed)
             if consumed:
-                self.backend.mutate_rows(K.CHANGES, [RowMutation(key, delete_row=True) for key in consumed])
+                # its own cell only: the record may be the counter deriver's too (change:derive)
+                self.backend.mutate_rows(K.CHANGES, [RowMutation(key, deletes=[K.COL_CHANGE_ID]) for key in consumed])
             out["indexed"], out["removed"] = len(documents), len(removed)
             self.fed += len(documents)
             self.removed += len(removed)
@@ -318,4 +289,4 @@ class SearchFeed:
         if self._thread is not None:
             self._thread.join(timeout=10)
         with self._lock:
-            self._release_lease()
+            self.lease.release()

@@ -14,6 +14,8 @@ from ..schema import keys as K
 from ..schema.table_admin import create_tables
 from ..search.engines import resolve_search_url
 from . import counters, crashes, deletion, grouped_saves, inspect, listings, queue, reports, resubmissions, signature_reports
+from . import counter_deriver
+from .counter_deriver import derive_in_background
 from .group_commit import MAX_GROUP_BYTES, MAX_GROUP_ITEMS, GroupCommit, GroupLanes
 from .queue import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_ATTEMPTS, DEFAULT_RESCAN_SECONDS, QUEUES, HeldClaims, QueuePass, take
 from .search_access import StoreSearch, feed_in_background
@@ -109,7 +111,8 @@ class CrashStore:
             background_counters = backend.remote and counter_flush_ms is None
         elif not isinstance(background_counters, bool):
             raise InvalidArgument(f"background_counters must be True, False or None: {background_counters!r}")
-        self.live_counters = counters.LiveCounters(backend, counter_flush_ms, background_counters)
+        self.live_counters = counters.LiveCounters(backend, counter_flush_ms, background_counters,
+                                                   derive_background=derive_in_background())
         if search_feed is None:
             search_feed = feed_in_background()
         elif not isinstance(search_feed, bool):
@@ -145,6 +148,25 @@ class CrashStore:
         ``timeout`` seconds for the search).  Returns whether the search caught up."""
         self.live_counters.flush()
         return self.search.settle(timeout)
+
+    def cut_over_counters(self, progress=None, now=None):
+        """Move this store's counters to the deriver (:func:`.counter_deriver.cut_over`): from
+        then on its saves write change records and one process derives every metrics, signature
+        and ranking counter from the crash rows.  Returns ``{"since", "crashes"}``."""
+        from datetime import datetime, timezone
+
+        self.live_counters.settle()
+        return counter_deriver.cut_over(self.backend, self.live_counters.dimensions.admitter(self.backend),
+                                        now or datetime.now(timezone.utc), progress)
+
+    def derivation_status(self):
+        """``{"cut_over": ISO time or None, "waiting", "lag_seconds", "deriving", ...}``."""
+        since = counter_deriver.cut_over_at(self.backend)
+        out = {"cut_over": since, "waiting": 0, "lag_seconds": None, "deriving": False}
+        deriver = self.live_counters.deriver() if since is not None else None
+        if deriver is not None:
+            out.update(deriver.status())
+        return out
 
     def create_tables(self, codec_map=None):
         """Create the tables from the specs (like ``tables create``); returns the report.

@@ -121,10 +121,11 @@ METRICS = "metrics"
 SIGNATURES = "crash_report_signatures"
 SIGNATURES_SEEN = "crash_report_signatures_seen"  # our addition: first-seen markers
 CHANGES = "crash_report_changes"  # our addition: change records (see change_record_key)
+DERIVED = "crash_report_derived"  # our addition: the deriver's state (see derived_keys)
 #: Every table the crash store writes, index tables first (the order of the writes).
 CRASH_TABLES = (SUBMITTED_TIME, UNPROCESSED_FLAG, LEGACY_UNPROCESSED_FLAG, LEGACY_SUBMITTED_TIME,
                 HANG_ID, HANG_ID_SUBMITTED_TIME, SIGNATURE_OOID, CRASH_REPORTS, METRICS, SIGNATURES,
-                SIGNATURES_SEEN, CHANGES)
+                SIGNATURES_SEEN, CHANGES, DERIVED)
 
 # -- columns ---------------------------------------------------------------------------------
 COL_PROCESSED = b"flags:processed"
@@ -145,6 +146,7 @@ COL_PROCESSING_ERROR = b"flags:processing_error"  # b"1"/b"0", so counts skip pr
 COL_CHANGED = b"flags:changed"  # the stamp of the crash's last change record
 COL_CHANGE_ID = b"change:ooid"  # a change record's crash id
 COL_CHANGE_LEASE = b"change:lease"  # the feed lease: holder|expiry
+COL_CHANGE_DERIVE = b"change:derive"  # a change record's mark for the counter deriver: S (save) or D (deletion)
 FAMILY_COUNTERS = b"counters"
 
 # -- crash ids -------------------------------------------------------------------------------

@@ -1,0 +1,398 @@
+"""The deriver: the counters of a cut-over store, derived from the crash rows by one writer.
+
+On a store holding the cut-over mark (:func:`enabled`), a save writes no metrics, signature or
+ranking counter.  It writes a change record (``change:derive``, :mod:`.change_records`) with
+its pointers, before its crash row, and stamps the crash row with it (``flags:changed``), as
+processed saves already do for the search feed.  A deletion writes one (``D``) once its rows
+are gone.  One process at a time, under the lease (``~derive/lease``), derives:
+
+1. it reads up to :data:`BATCH` records, then the crash rows they name and what each crash is
+   counted under now (``derived:counted``, :mod:`~socorro_store.schema.derived_keys`);
+2. a record whose save has landed (the row holds its stamp or a later one), a deletion's, or one
+   older than :data:`PENDING_SECONDS` (a save that failed after writing it) is ready; any other
+   is a save in flight and waits;
+3. for each crash with a ready record, the facts of its row as it is now
+   (:func:`~.contributions.facts_of`, capped by the registry) are compared with the facts it is
+   counted under; the difference, summed over the batch, is the batch's change of every counter
+   (slack rows of closed days included);
+4. it reads those counters, adds the change, and writes the batch, absolute values, the crashes'
+   new counted facts and the records consumed, to the lease row's journal, fenced by the lease
+   (a check-and-put against its own lease value: a deriver that lost its lease writes nothing);
+5. it applies the journal: the counter cells and counted facts are put, the records' marks
+   deleted, in one ``mutate_tables``.
+
+Exact, whatever is killed when: a save's counts are in its crash row, and its record outlives it
+until a batch that read the row after the record was written is applied.  A batch is applied
+only from its journal, and the next lease holder applies the last journal again before anything
+else: its values are absolute, and no other process writes those cells, so applying it twice
+writes the same values.  Nothing is counted twice, and nothing is lost: a reprocessing moves the
+crash from the facts it was counted under to its new ones, whoever saved what.
+
+A process sees its own saves in the counters after :meth:`CounterDeriver.settle_own` (what
+``settle()``, ``flush_counters()`` and the store's counter reads call): it derives inline when
+the lease is free, or waits for the holder, never longer than its timeout.
+"""
+
+import logging
+import os
+import threading
+import time
+
+from ..backends import RowMutation
+from ..errors import BackendError, BackendUnavailable, ConfigError, InvalidArgument, TableNotFound
+from ..schema import change_keys as C
+from ..schema import derived_keys as D
+from ..schema import keys as K
+from .contributions import COLUMNS as FACT_COLUMNS
+from .contributions import capped, facts_of, increments_of
+from .counters import coalesce, slack_increments
+from .row_lease import RowLease
+
+log = logging.getLogger(__name__)
+
+LEASE_SECONDS = 30.0
+PENDING_SECONDS = 120.0
+#: records read per pass
+BATCH = 200
+IDLE_SECONDS = 0.5
+#: how long a deriver woken by a save waits for more saves before its pass
+COALESCE_SECONDS = 0.2
+#: seconds a process trusts that a store is not cut over (the mark is looked for again after)
+RECHECK_SECONDS = 60.0
+ROW_COLUMNS = list(FACT_COLUMNS) + [K.COL_OOID, K.COL_CHANGED]
+_enabled = {}  # id(backend) -> (checked at, enabled); the backend object is kept alive by its store
+_enabled_lock = threading.Lock()
+
+
+#: ``background`` (the default) or ``inline``: whether a saving process derives from a thread of its own
+DERIVE_ENV_VAR = "SOCORRO_DERIVE"
+
+
+def derive_in_background():
+    """Whether stores derive from a background thread: ``$SOCORRO_DERIVE`` (``background``, the
+    default, or ``inline``: only ``settle()`` derives, for a process whose deriving a dedicated
+    ``socorro-store derive`` worker does).  ConfigError for another value."""
+    mode = os.environ.get(DERIVE_ENV_VAR, "background").strip().lower() or "background"
+    if mode not in ("background", "inline"):
+        raise ConfigError(f"{DERIVE_ENV_VAR} must be background or inline, not {mode!r}")
+    return mode == "background"
+
+
+def enabled(backend, now=time.monotonic):
+    """Whether ``backend``'s store is cut over: its counters are derived, not incremented live
+    (the ``~derive/since`` mark; a store without the ``crash_report_derived`` table is not)."""
+    key = id(backend)
+    with _enabled_lock:
+        found = _enabled.get(key)
+    if found is None or (not found[1] and now() - found[0] > RECHECK_SECONDS):
+        found = (now(), cut_over_at(backend) is not None)
+        with _enabled_lock:
+            _enabled[key] = found
+    return found[1]
+
+
+def cut_over_at(backend):
+    """The UTC ISO time of the store's cut-over to derived counters, or None."""
+    try:
+        raw = backend.get_row(K.DERIVED, D.SINCE_ROW, [D.COL_SINCE]).get(D.COL_SINCE)
+    except TableNotFound:
+        return None
+    return raw.decode("ascii") if raw else None
+
+
+def mark_cut_over(backend, moment):
+    """Write the cut-over mark (see :func:`cut_over`): from now on this store's counters are
+    derived.  Remembered at once for ``backend``."""
+    backend.mutate_rows(K.DERIVED, [RowMutation(D.SINCE_ROW, {D.COL_SINCE: moment.isoformat().encode("ascii")})])
+    with _enabled_lock:
+        _enabled[id(backend)] = (time.monotonic(), True)
+
+
+def cut_over(backend, admitted, now, progress=None, page=500):
+    """Move ``backend``'s store to derived counters; returns ``{"since", "crashes"}``.
+
+    Every crash row's facts are recorded as counted (``derived:counted``: the counters as they
+    stand are taken to count them, so run ``rollup --since`` the first day first on a store that
+    has seen failures), then the mark is written.  Stop every writer of an older version first:
+    it would go on incrementing what the deriver writes.  A store already cut over is left as
+    it is.  ``progress(n)`` is called as crashes are recorded."""
+    since = cut_over_at(backend)
+    if since is not None:
+        return {"since": since, "crashes": 0}
+    done, batch = 0, []
+
+    def flush():
+        if batch:
+            backend.mutate_rows(K.DERIVED, list(batch))
+            if progress is not None:
+                progress(len(batch))
+            batch.clear()
+
+    for row, cells in backend.scan(K.CRASH_REPORTS, columns=ROW_COLUMNS):
+        facts = capped(facts_of(cells), admitted) if K.COL_OOID in cells else None
+        crash_id = cells.get(K.COL_OOID, b"").decode("ascii", "replace")
+        if facts is None:
+            continue
+        try:
+            if row != K.crash_row_key(crash_id):
+                continue  # Socorro's pre-salt key form: never counted by this store
+        except InvalidArgument:
+            continue
+        batch.append(RowMutation(D.counted_row(crash_id), {D.COL_COUNTED: D.encode_facts(facts)}))
+        done += 1
+        if len(batch) >= page:
+            flush()
+    flush()
+    mark_cut_over(backend, now)
+    return {"since": now.isoformat(), "crashes": done}
+
+
+def waiting(backend, limit=10_000):
+    """``(records waiting, age in seconds of the oldest or None)`` for the deriver."""
+    oldest, count = None, 0
+    for key, _cells in backend.scan(K.CHANGES, stop=C.RECORDS_STOP, columns=[K.COL_CHANGE_DERIVE], limit=limit):
+        try:
+            stamp = C.parse_change_record_key(key)[1]
+        except InvalidArgument:
+            continue
+        count += 1
+        made = C.stamp_time_ns(stamp)
+        oldest = made if oldest is None else min(oldest, made)
+    return count, (None if oldest is None else max(0.0, (time.time_ns() - oldest) / 1e9))
+
+
+def _read_counter(raw):
+    if raw is not None and len(raw) == 8:
+        return K.decode_counter(raw)
+    return 0  # no cell, or not a counter: the deriver's value replaces it
+
+
+class CounterDeriver:
+    """The deriver of one store (see the module docstring).
+
+    ``admitted(field, value, product)``: the registry's cap (a store's
+    :class:`~.dimensions.Dimensions`).  ``background``: run a deriving thread.
+    """
+
+    def __init__(self, backend, admitted, background=True, holder=None, batch=BATCH,
+                 lease_seconds=LEASE_SECONDS, pending_seconds=PENDING_SECONDS):
+        self.backend, self.admitted = backend, admitted
+        self.lease = RowLease(backend, K.DERIVED, D.LEASE_ROW, D.COL_LEASE, holder, lease_seconds,
+                              extra_columns=[D.COL_JOURNAL])
+        self.batch, self.pending_ns = batch, int(pending_seconds * 1e9)
+        self._resume = b""
+        self._lock = threading.Lock()  # one pass at a time in this process
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._own = b""  # the latest stamp this process's saves wrote
+        self._own_lock = threading.Lock()
+        self.passes = self.derived = self.replays = self.failures = 0
+        self.last_error = None
+        self._thread = None
+        if background:
+            self._thread = threading.Thread(target=self._run, name="counter-deriver", daemon=True)
+            self._thread.start()
+
+    # -- one pass -------------------------------------------------------------------------
+    def _hold_lease(self):
+        held = self.lease.held
+        if not self.lease.hold():
+            return False
+        if not held:  # taken (not renewed): the last holder's batch may be half applied
+            journal = D.decode_journal(self.lease.taken_with.get(D.COL_JOURNAL))
+            if journal is not None:
+                self._apply(*journal)
+                self.replays += 1
+        return True
+
+    def _read_records(self):
+        start = self._resume
+        found = list(self.backend.scan(K.CHANGES, start=start or None, stop=C.RECORDS_STOP,
+                                       columns=[K.COL_CHANGE_DERIVE], limit=self.batch))
+        if len(found) < self.batch and start:
+            found += self.backend.scan(K.CHANGES, start=None, stop=start, columns=[K.COL_CHANGE_DERIVE],
+                                       limit=self.batch - len(found))
+            self._resume = b""
+        elif len(found) == self.batch:
+            self._resume = found[-1][0] + b"\x00"
+        else:
+            self._resume = b""
+        records = {}
+        for key, cells in found:
+            try:
+                crash_id, stamp = C.parse_change_record_key(key)
+            except InvalidArgument:
+                continue  # not ours: left alone
+            records.setdefault(crash_id, []).append((key, stamp, cells.get(K.COL_CHANGE_DERIVE)))
+        return records
+
+    def _ready(self, records, rows):
+        """``{crash id: (cells or None when gone, [record keys ready])}`` and the count kept."""
+        now, ready, kept = time.time_ns(), {}, 0
+        for crash_id, recs in records.items():
+            cells = rows.get(K.crash_row_key(crash_id), {})
+            old = [now - C.stamp_time_ns(stamp) > self.pending_ns for _key, stamp, _kind in recs]
+            if K.COL_OOID in cells:
+                landed = cells.get(K.COL_CHANGED, b"")
+                keys = [key for (key, stamp, kind), aged in zip(recs, old) if kind == b"D" or stamp <= landed or aged]
+            else:  # deleted, or a raw save whose row is still in flight
+                deleted = any(kind == b"D" for _key, _stamp, kind in recs)
+                keys = [key for (key, _stamp, _kind), aged in zip(recs, old) if deleted or aged]
+                cells = None
+            kept += len(recs) - len(keys)
+            if keys:
+                ready[crash_id] = (cells, keys)
+        return ready, kept
+
+    def derive_pass(self):
+        """One pass over up to ``batch`` records; ``{"records", "derived", "kept"}``, or None
+        when another process holds the lease."""
+        with self._lock:
+            if not self._hold_lease():
+                return None
+            records = self._read_records()
+            out = {"records": sum(len(r) for r in records.values()), "derived": 0, "kept": 0}
+            if not records:
+                return out
+            self.passes += 1
+            rows = self.backend.get_rows(K.CRASH_REPORTS, [K.crash_row_key(cid) for cid in records],
+                                         columns=ROW_COLUMNS)
+            ready, out["kept"] = self._ready(records, rows)
+            if not ready:
+                return out
+            counted = self.backend.get_rows(K.DERIVED, [D.counted_row(cid) for cid in ready], columns=[D.COL_COUNTED])
+            changes, moved = [], []
+            for crash_id, (cells, _keys) in ready.items():
+                was = D.decode_facts(counted.get(D.counted_row(crash_id), {}).get(D.COL_COUNTED))
+                now = capped(facts_of(cells), self.admitted) if cells is not None else None
+                if now != was:
+                    changes += increments_of(now) + increments_of(was, -1)
+                    moved.append((crash_id, now))
+            changes = coalesce(changes)
+            changes = coalesce(changes + slack_increments(changes))
+            cells = self._absolute(changes)
+            consumed = [key for _cells, keys in ready.values() for key in keys]
+            if not self.lease.put_fenced({D.COL_JOURNAL: D.encode_journal(cells, moved, consumed)}):
+                return None  # the lease was lost: the new holder derives these records
+            self._apply(cells, moved, consumed)
+            out["derived"] = len(ready)
+            self.derived += len(ready)
+            return out
+
+    def _absolute(self, changes):
+        """``[(table, row, column, value)]``: each changed counter's current value plus its change."""
+        wanted = {}
+        for inc in changes:
+            rows, columns = wanted.setdefault(inc.table, ({}, set()))
+            rows.setdefault(inc.row, []).append(inc)
+            columns.add(inc.column)
+        current = {}
+
+        def reader(table, rows, columns):
+            return lambda: current.__setitem__(table, self.backend.get_rows(table, list(rows), columns=sorted(columns)))
+
+        self.backend.overlap([reader(table, rows, columns) for table, (rows, columns) in wanted.items()])
+        return [(inc.table, inc.row, inc.column,
+                 _read_counter(current[inc.table].get(inc.row, {}).get(inc.column)) + inc.amount)
+                for inc in changes]
+
+    def _apply(self, cells, moved, consumed):
+        """Put a batch (see :func:`~socorro_store.schema.derived_keys.encode_journal`)."""
+        puts = {}
+        for table, row, column, value in cells:
+            puts.setdefault(table, {}).setdefault(row, {})[column] = K.encode_counter(value)
+        mutations = {table: [RowMutation(row, values) for row, values in rows.items()] for table, rows in puts.items()}
+        mutations[K.DERIVED] = [RowMutation(D.counted_row(cid), {D.COL_COUNTED: D.encode_facts(facts)})
+                                if facts is not None else RowMutation(D.counted_row(cid), delete_row=True)
+                                for cid, facts in moved]
+        mutations[K.CHANGES] = [RowMutation(key, deletes=[K.COL_CHANGE_DERIVE]) for key in consumed]
+        self.backend.mutate_tables({table: m for table, m in mutations.items() if m})
+
+    # -- catching up ----------------------------------------------------------------------
+    def noted(self, stamp):
+        """A save of this process wrote a record with ``stamp``: :meth:`settle_own` waits for
+        it, and the background deriver passes at once."""
+        with self._own_lock:
+            if stamp > self._own:
+                self._own = stamp
+        self._wake.set()
+
+    def settle_own(self, timeout=30.0):
+        """Derive until every record of this process's saves so far is consumed (True), or
+        ``timeout`` passes (False).  A process that saved nothing returns at once."""
+        with self._own_lock:
+            target = self._own
+        if not target:
+            return True
+        done = self.catch_up(timeout, target)
+        if done:
+            with self._own_lock:
+                if self._own == target:
+                    self._own = b""
+        return done
+
+    def catch_up(self, timeout=30.0, target=None):
+        """Derive until no ready record made at or before ``target`` (a stamp; default now)
+        is left (True), or ``timeout`` seconds pass (False).  While another process holds the
+        lease, wait for it; take the lease over if it expires."""
+        target = target or C.new_stamp()
+        deadline = time.monotonic() + timeout
+        while True:
+            result = self.derive_pass()
+            if result is None:
+                if not self._waiting_until(target):
+                    return True
+            elif not self._resume:  # a whole sweep of the records
+                if result["records"] == result["kept"]:
+                    return True  # only saves still in flight are left: not ours to wait for
+                if result["records"] < self.batch and not self._waiting_until(target):
+                    return True  # what is left was made after the target
+            if time.monotonic() > deadline:
+                return False
+            if result is None:
+                time.sleep(0.05)
+
+    def _waiting_until(self, target):
+        for key, _cells in self.backend.scan(K.CHANGES, stop=C.RECORDS_STOP, columns=[K.COL_CHANGE_DERIVE],
+                                             limit=10_000):
+            try:
+                if C.parse_change_record_key(key)[1] <= target:
+                    return True
+            except InvalidArgument:
+                continue
+        return False
+
+    def status(self):
+        """``{"waiting", "lag_seconds", "deriving", "passes", "failures", "last_error"}``."""
+        count, age = waiting(self.backend)
+        return {"waiting": count, "lag_seconds": None if age is None else round(age, 3), "deriving": self.lease.held,
+                "passes": self.passes, "failures": self.failures, "last_error": self.last_error}
+
+    # -- the background deriver -----------------------------------------------------------
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                result = self.derive_pass()
+                busy = result is not None and result["records"] > result["kept"]
+                self.last_error = None
+            except (BackendUnavailable, BackendError, TableNotFound) as exc:
+                self.failures += 1
+                self.last_error = str(exc)
+                busy = False
+            except Exception as exc:  # never let the deriver die silently: log, back off, go on
+                self.failures += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                log.exception("derivation pass failed")
+                busy = False
+            if not busy:
+                if self._wake.wait(IDLE_SECONDS):
+                    self._stop.wait(COALESCE_SECONDS)  # let the saves landing about now join the pass
+                self._wake.clear()
+
+    def close(self):
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        with self._lock:
+            self.lease.release()

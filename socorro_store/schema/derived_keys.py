@@ -1,0 +1,78 @@
+"""Row layouts of the deriver's state (``crash_report_derived``) and how counted facts are stored.
+
+==================================  =====================================================================
+row / cell                          holds
+==================================  =====================================================================
+salt + crash id                     ``derived:counted``: the facts the crash is counted under now
+                                    (:func:`encode_facts`), what the deriver takes back when the crash
+                                    changes or is deleted
+``~derive/since``                   ``derived:since``: the cut-over mark, the UTC time counting moved
+                                    from the live increments to the deriver
+``~derive/lease``                   ``derived:lease`` = ``holder|expiry ns``: the one deriving process;
+                                    ``derived:journal``: its last batch (:func:`encode_journal`)
+==================================  =====================================================================
+
+Facts are a plain dict (msgpack): ``{"t": submitted ISO time, "raw": [legacy, process type,
+{"product", "version", "os"}] or None, "proc": [signature, {"product", "version", "os",
+"process_type"}, error] or None}``, the dimension values as counted (capped).
+"""
+
+import msgpack
+
+from ..errors import InvalidArgument
+from .crash_ids import CRASH_ID_LEN, validate_crash_id
+
+COL_COUNTED = b"derived:counted"
+COL_SINCE = b"derived:since"
+COL_LEASE = b"derived:lease"
+COL_JOURNAL = b"derived:journal"
+SINCE_ROW = b"~derive/since"
+LEASE_ROW = b"~derive/lease"
+
+
+def counted_row(crash_id):
+    """``salt + crash_id``: the row of a crash's counted facts."""
+    validate_crash_id(crash_id)
+    return crash_id[0].encode("ascii") + crash_id.encode("ascii")
+
+
+def parse_counted_row(row):
+    """Inverse of :func:`counted_row`; InvalidArgument if malformed."""
+    if not isinstance(row, bytes) or len(row) != 1 + CRASH_ID_LEN:
+        raise InvalidArgument(f"not a counted-facts row: {row!r}")
+    crash_id = row[1:].decode("ascii", "replace")
+    if counted_row(crash_id) != row:
+        raise InvalidArgument(f"not a counted-facts row: {row!r}")
+    return crash_id
+
+
+def encode_facts(facts):
+    return msgpack.packb(facts, use_bin_type=True)
+
+
+def decode_facts(raw):
+    """The facts of a ``derived:counted`` cell; None for an empty or unreadable one (counted
+    under nothing: the deriver then counts the crash afresh)."""
+    if not raw:
+        return None
+    try:
+        facts = msgpack.unpackb(raw, raw=False)
+    except (ValueError, msgpack.exceptions.ExtraData, msgpack.exceptions.FormatError,
+            msgpack.exceptions.StackError):
+        return None
+    return facts if isinstance(facts, dict) and isinstance(facts.get("t"), str) else None
+
+
+def encode_journal(cells, counted, consumed):
+    """A batch: ``cells`` ``[(table, row, column, value)]`` (absolute counter values), ``counted``
+    ``[(crash id, facts or None)]``, ``consumed`` ``[change record key]``."""
+    return msgpack.packb({"cells": [list(c) for c in cells], "counted": [list(c) for c in counted],
+                          "consumed": list(consumed)}, use_bin_type=True)
+
+
+def decode_journal(raw):
+    """Inverse of :func:`encode_journal`: ``(cells, counted, consumed)``, or None for none."""
+    if not raw:
+        return None
+    batch = msgpack.unpackb(raw, raw=False)
+    return ([tuple(c) for c in batch["cells"]], [tuple(c) for c in batch["counted"]], list(batch["consumed"]))

@@ -1,0 +1,272 @@
+"""The deriver: on a cut-over store every metrics, signature and ranking counter is derived from
+the crash rows by one writer, and equals the truth computed from them after any sequence of
+saves, reprocessings, deletions and kills, with no rollup run.
+
+The ``store`` tests run on every backend kind, with the deriver driven by ``settle()``.
+"""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+
+from store_helpers import BASE_TIME, all_rows, crash_id, processed, raw_crash
+
+from socorro_store import open_store
+from socorro_store.crashstore import counter_deriver
+from socorro_store.crashstore.contributions import stored_counts
+from socorro_store.crashstore.counters import coalesce
+from socorro_store.errors import InvalidArgument
+from socorro_store.schema import derived_keys as D
+from socorro_store.schema import keys as K
+from socorro_store.schema import ranking_keys as RK
+
+#: metrics columns the deriver does not own (detected live, per interval)
+LIVE_METRICS = (b"counters:submitted_crash_report_hang_pairs", b"counters:unique_crash_signatures")
+
+
+@pytest.fixture
+def store(backend_url):
+    with open_store(backend_url, search_url="none") as s:
+        s.create_tables()
+        assert s.cut_over_counters()["crashes"] == 0
+        yield s
+
+
+def truth(backend):
+    """``{(table, row, column): count}`` computed from the crash rows alone."""
+    incs = []
+    for _row, cells in backend.scan(K.CRASH_REPORTS, columns=counter_deriver.ROW_COLUMNS):
+        if K.COL_OOID in cells:
+            incs += stored_counts(cells)
+    return {(i.table, i.row, i.column): i.amount for i in coalesce(incs)}
+
+
+def derived(backend):
+    """The non-zero counters the deriver owns, as stored."""
+    out = {}
+    for row, cells in backend.scan(K.METRICS, columns=[b"counters"]):
+        if row == K.QUEUE_ROW:
+            continue
+        out.update({(K.METRICS, row, c): K.decode_counter(v) for c, v in cells.items()
+                    if not c.startswith(LIVE_METRICS)})
+    for row, cells in backend.scan(K.SIGNATURES):
+        out.update({(K.SIGNATURES, row, c): K.decode_counter(v) for c, v in cells.items()})
+    for row, cells in backend.scan(K.SIGNATURES_SEEN, prefix=RK.RANK_PREFIX):
+        try:
+            RK.parse_rank_row(row)
+        except InvalidArgument:
+            continue  # the since, head, top and slack rows
+        out.update({(K.SIGNATURES_SEEN, row, c): K.decode_counter(v) for c, v in cells.items()})
+    return {key: n for key, n in out.items() if n}
+
+
+def _ingest(store, n, rng, signatures=("A", "B", "C"), products=("Firefox", "Fennec")):
+    ids = []
+    for i in range(n):
+        cid = crash_id(rng=rng)
+        submitted = BASE_TIME + timedelta(minutes=rng.randrange(600))
+        store.save_raw_crash(raw_crash(cid, submitted, ProductName=rng.choice(products),
+                                       Version=rng.choice(["1.0", "2.0"]), legacy_processing=rng.choice([0, 1]),
+                                       ProcessType=rng.choice(["content", "default", None])), {}, cid)
+        ids.append(cid)
+    for cid in ids[: n * 3 // 4]:
+        store.save_processed(processed(cid, signature=rng.choice(signatures + (None,)),
+                                       success=rng.random() > 0.2, os_name=rng.choice(["Windows NT", "Linux"])))
+    return ids
+
+
+def test_counters_equal_the_crash_rows_after_saves_reprocessings_and_deletions(store):
+    rng = random.Random(1)
+    ids = _ingest(store, 40, rng)
+    store.settle()
+    assert derived(store.backend) == truth(store.backend) != {}
+    for cid in ids[:10]:  # reprocessed: a new signature, product and error state
+        store.save_processed(processed(cid, signature="D", product="Thunderbird", version="9.0", success=False))
+    store.delete_crashes(ids[10:16])
+    store.settle()
+    assert derived(store.backend) == truth(store.backend)
+    assert store.get_signature_counters("D")  # the reads see it (they settle first)
+    assert store.derivation_status()["waiting"] == 0
+
+
+def test_saves_write_no_derived_counter_live(store):
+    rng = random.Random(2)
+    cid = crash_id(rng=rng)
+    store.save_raw_crash(raw_crash(cid), {}, cid)
+    store.save_processed(processed(cid, signature="A"))
+    store.live_counters.sender and store.live_counters.sender.settle()
+    assert derived(store.backend) == {}  # not one increment: the deriver owns them
+    assert store.backend.get_row(K.METRICS, K.QUEUE_ROW)  # the queue counters stay live
+    store.settle()
+    assert derived(store.backend) == truth(store.backend) != {}
+
+
+def test_a_batch_killed_after_its_journal_is_applied_once_by_the_next_holder(store, backend_url):
+    rng = random.Random(3)
+    _ingest(store, 12, rng)
+    deriver = store.live_counters.deriver()
+    real_apply = deriver._apply
+
+    def killed(*batch):
+        raise KeyboardInterrupt("killed after the journal")
+
+    deriver._apply = killed
+    with pytest.raises(KeyboardInterrupt):
+        deriver.derive_pass()
+    deriver._apply = real_apply
+    assert derived(store.backend) == {}  # journaled, not applied
+    journal = store.backend.get_row(K.DERIVED, D.LEASE_ROW, [D.COL_JOURNAL])[D.COL_JOURNAL]
+    assert D.decode_journal(journal)[0]
+    deriver.lease.until = 0  # this process is gone: the lease row still names it
+    with open_store(backend_url, search_url="none") as other:
+        successor = other.live_counters.deriver()
+        successor.lease.term_ns = int(0.2e9)
+        _expire_lease(other.backend)
+        assert successor.catch_up(timeout=20)
+        assert successor.replays == 1
+        assert derived(other.backend) == truth(other.backend) != {}
+        successor.lease.until = 0
+        _expire_lease(other.backend)
+        successor.catch_up(timeout=20)  # replayed again: the same absolute values
+        assert successor.replays == 2
+        assert derived(other.backend) == truth(other.backend)
+
+
+def _expire_lease(backend):
+    lease = backend.get_row(K.DERIVED, D.LEASE_ROW, [D.COL_LEASE]).get(D.COL_LEASE, b"")
+    holder = lease.rpartition(b"|")[0]
+    backend.mutate_rows(K.DERIVED, [K_row(D.LEASE_ROW, {D.COL_LEASE: holder + b"|%d" % (time.time_ns() - 1)})])
+
+
+def K_row(row, cells):
+    from socorro_store.backends import RowMutation
+
+    return RowMutation(row, cells)
+
+
+def test_a_deriver_that_lost_its_lease_writes_nothing(store):
+    rng = random.Random(4)
+    _ingest(store, 6, rng)
+    deriver = store.live_counters.deriver()
+    assert deriver.lease.hold()
+    # another process took the lease (this one paused past its term)
+    store.backend.mutate_rows(K.DERIVED, [K_row(D.LEASE_ROW, {D.COL_LEASE: b"other|%d" % (time.time_ns() + 10**11)})])
+    assert deriver.derive_pass() is None
+    assert derived(store.backend) == {} and counter_deriver.waiting(store.backend)[0] == 6 + 4  # raw saves and processed saves
+
+
+def test_concurrent_reprocessings_leave_the_crash_counted_once_under_its_stored_state(store):
+    rng = random.Random(5)
+    ids = _ingest(store, 8, rng)
+    store.settle()
+
+    def reprocess(signature):
+        for cid in ids:
+            store.save_processed(processed(cid, signature=signature))
+
+    threads = [threading.Thread(target=reprocess, args=(s,)) for s in ("X", "Y")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    store.settle()
+    assert derived(store.backend) == truth(store.backend)
+
+
+def test_retention_keeps_counts_and_forgets_what_they_were_counted_under(store):
+    rng = random.Random(6)
+    ids = _ingest(store, 6, rng)
+    store.settle()
+    before = derived(store.backend)
+    from socorro_store.crashstore.deletion import delete_crashes
+
+    delete_crashes(store.backend, ids[:3])  # retention: no live counters, the counts stay
+    store.settle()
+    assert derived(store.backend) == before
+    assert not store.backend.get_rows(K.DERIVED, [D.counted_row(c) for c in ids[:3]])
+
+
+def test_cut_over_records_what_an_older_store_counted(backend_url):
+    rng = random.Random(7)
+    with open_store(backend_url, search_url="none") as store:
+        store.create_tables()
+        _ingest(store, 10, rng)  # counted live, by increments
+        store.settle()
+        live = derived(store.backend)
+        assert live == truth(store.backend)
+        report = store.cut_over_counters()
+        assert report["crashes"] == 10 and report["since"]
+        assert store.cut_over_counters()["crashes"] == 0  # once
+        ids = _ingest(store, 6, rng)
+        for cid in ids[:2]:
+            store.save_processed(processed(cid, signature="moved"))
+        store.delete_crashes(ids[2:4])
+        store.settle()
+        assert derived(store.backend) == truth(store.backend)
+
+
+def test_bad_input_on_a_cut_over_store_writes_nothing(store):
+    before = all_rows(store.backend)
+    with pytest.raises(InvalidArgument):
+        store.save_processed({"uuid": "not-a-crash-id", "completeddatetime": BASE_TIME.isoformat()})
+    assert all_rows(store.backend) == before
+
+
+_WRITER = textwrap.dedent("""
+    import sys, random
+    sys.path.insert(0, {tests!r})
+    from datetime import timedelta
+    from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+    from socorro_store import open_store
+    store = open_store({url!r}, search_url="none")
+    deriver = store.live_counters.deriver()
+    rng = random.Random(7)
+    n = 0
+    ids = []
+    while True:
+        cid = crash_id(rng=rng)
+        store.save_raw_crash(raw_crash(cid, BASE_TIME + timedelta(minutes=n % 90),
+                                       ProductName="P%d" % (n % 3)), {{}}, cid)
+        ids.append(cid)
+        store.save_processed(processed(cid, signature="sig%d" % (n % 5)))
+        if n % 3 == 0:
+            store.save_processed(processed(ids[n // 2], signature="re%d" % (n % 4)))
+        n += 1
+        if n % 7 == 0:
+            deriver.derive_pass()  # the writer derives too: killed mid-pass some of the time
+        if n == 20:
+            print("ready", flush=True)
+""")
+
+
+def test_a_writer_killed_mid_ingest_leaves_every_counter_exact(backend_url, backend_kind):
+    """SIGKILL a process that saves, reprocesses and derives; another process takes the lease
+    over once it expires, and with no rollup every derived counter equals the crash rows."""
+    if backend_kind not in ("embedded", "gateway", "hbase-real", "hbase-real-thrift2", "bigtable-emulator"):
+        pytest.skip(f"{backend_kind}: no separate process can reach this kind's store")
+    with open_store(backend_url, search_url="none") as store:
+        store.create_tables()
+        store.cut_over_counters()
+    script = _WRITER.format(tests=os.path.dirname(__file__), url=backend_url)
+    writer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "SOCORRO_DERIVE": "background"})
+    try:
+        assert writer.stdout.readline().strip() == "ready"
+        time.sleep(1.5)
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+    with open_store(backend_url, search_url="none") as store:
+        deriver = store.live_counters.deriver()
+        deriver.pending_ns = 0  # the killed writer's saves in flight: what their rows say now
+        _expire_lease(store.backend)
+        assert deriver.catch_up(timeout=60)
+        assert derived(store.backend) == truth(store.backend) != {}

@@ -32,13 +32,15 @@ def processed(cid, signature="sig", **extra):
 def all_rows(backend):
     """``{table: [row, …]}`` of every non-empty table: "nothing written anywhere" checks.  The
     one row creating the tables writes (``~rank/since``, a new store's rankings) and the search
-    feed's lease (taken by a feeder thread at any time) are left out."""
+    feed's and the deriver's leases (taken by a thread at any time) and the cut-over mark are left out."""
     from socorro_store.schema import change_keys as C  # noqa: PLC0415 - helpers stay import-light
+    from socorro_store.schema import derived_keys as D  # noqa: PLC0415
     from socorro_store.schema import ranking_keys as RK  # noqa: PLC0415
 
     out = {}
     for table in backend.list_tables():
-        rows = [row for row, _cells in backend.scan(table) if row not in (RK.SINCE_ROW, C.FEED_LEASE_ROW)]
+        rows = [row for row, _cells in backend.scan(table)
+                if row not in (RK.SINCE_ROW, C.FEED_LEASE_ROW, D.SINCE_ROW, D.LEASE_ROW)]
         if rows:
             out[table] = rows
     return out

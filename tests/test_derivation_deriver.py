@@ -146,10 +146,10 @@ def _expire_lease(backend):
     backend.mutate_rows(K.DERIVED, [K_row(D.LEASE_ROW, {D.COL_LEASE: holder + b"|%d" % (time.time_ns() - 1)})])
 
 
-def K_row(row, cells):
+def K_row(row, cells, delete=False):
     from socorro_store.backends import RowMutation
 
-    return RowMutation(row, cells)
+    return RowMutation(row, cells, delete_row=delete)
 
 
 def test_a_deriver_that_lost_its_lease_writes_nothing(store):
@@ -198,6 +198,10 @@ def test_cut_over_records_what_an_older_store_counted(backend_url):
     rng = random.Random(7)
     with open_store(backend_url, search_url="none") as store:
         store.create_tables()
+        # a store of an older version: no cut-over mark, its saves increment live
+        store.backend.mutate_rows(K.DERIVED, [K_row(D.SINCE_ROW, {}, delete=True)])
+        counter_deriver.forget(store.backend)
+        assert not counter_deriver.enabled(store.backend)
         _ingest(store, 10, rng)  # counted live, by increments
         store.settle()
         live = derived(store.backend)

@@ -37,6 +37,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 
 from ..backends import RowMutation
 from ..errors import BackendError, BackendUnavailable, ConfigError, InvalidArgument, TableNotFound
@@ -59,8 +60,10 @@ IDLE_SECONDS = 0.5
 COALESCE_SECONDS = 0.2
 #: seconds a process trusts that a store is not cut over (the mark is looked for again after)
 RECHECK_SECONDS = 60.0
-ROW_COLUMNS = list(FACT_COLUMNS) + [K.COL_OOID, K.COL_CHANGED]
-_enabled = {}  # id(backend) -> (checked at, enabled); the backend object is kept alive by its store
+#: what the deriver reads of a crash row: ``flags`` holds ``flags:changed`` too (naming a column
+#: of a family asked for whole would narrow HBase's read of that family to the column)
+ROW_COLUMNS = list(FACT_COLUMNS) + [K.COL_OOID]
+_enabled = weakref.WeakKeyDictionary()  # backend -> (checked at, enabled)
 _enabled_lock = threading.Lock()
 
 
@@ -81,14 +84,19 @@ def derive_in_background():
 def enabled(backend, now=time.monotonic):
     """Whether ``backend``'s store is cut over: its counters are derived, not incremented live
     (the ``~derive/since`` mark; a store without the ``crash_report_derived`` table is not)."""
-    key = id(backend)
     with _enabled_lock:
-        found = _enabled.get(key)
+        found = _enabled.get(backend)
     if found is None or (not found[1] and now() - found[0] > RECHECK_SECONDS):
         found = (now(), cut_over_at(backend) is not None)
         with _enabled_lock:
-            _enabled[key] = found
+            _enabled[backend] = found
     return found[1]
+
+
+def forget(backend):
+    """Look for the cut-over mark again at the next save (tables were just created)."""
+    with _enabled_lock:
+        _enabled.pop(backend, None)
 
 
 def cut_over_at(backend):
@@ -105,7 +113,7 @@ def mark_cut_over(backend, moment):
     derived.  Remembered at once for ``backend``."""
     backend.mutate_rows(K.DERIVED, [RowMutation(D.SINCE_ROW, {D.COL_SINCE: moment.isoformat().encode("ascii")})])
     with _enabled_lock:
-        _enabled[id(backend)] = (time.monotonic(), True)
+        _enabled[backend] = (time.monotonic(), True)
 
 
 def cut_over(backend, admitted, now, progress=None, page=500):

@@ -174,7 +174,9 @@ class CrashStore:
         ``codec_map`` (``{"LZO": "GZ"}``) creates families with a codec the cluster lacks under
         one it has (:func:`~socorro_store.schema.table_admin.create_tables`).
         """
-        return create_tables(self.backend, codec_map=codec_map)
+        report = create_tables(self.backend, codec_map=codec_map)
+        counter_deriver.forget(self.backend)  # a new store is cut over from its creation on
+        return report
 
     # -- saving ------------------------------------------------------------------------------
     def save_raw_crash(self, raw_crash, dumps, crash_id):

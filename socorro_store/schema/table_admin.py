@@ -26,11 +26,13 @@ with the codec the cluster has; :func:`verify_tables` under the same map accepts
 """
 
 import uuid
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 
 from ..errors import BackendError, InvalidArgument, TableNotFound
+from . import derived_keys as D
 from . import ranking_keys as RK
-from .keys import SIGNATURES, SIGNATURES_SEEN
+from .keys import CRASH_REPORTS, DERIVED, SIGNATURES, SIGNATURES_SEEN
 from .spec_loader import COMPRESSIONS, apply_codec_map, check_codec_map, compare, hbase_shell_ddl, load_specs
 from .specs import SALTS, FamilySpec, TableSpec
 
@@ -224,6 +226,11 @@ def create_tables(backend, specs=None, only=None, codec_map=None):
         # no signature counted yet (a new store): its daily rankings are complete from its first
         # crash on (a store with counts from an older version: once rollup recomputed them)
         backend.check_and_put(SIGNATURES_SEEN, RK.SINCE_ROW, RK.COL_SINCE, None, RK.since_cells(RK.FIRST_DAY))
+    if DERIVED in report.created and not any(True for _ in backend.scan(CRASH_REPORTS, limit=1)):
+        # a new store: its counters are derived from its first crash on (a store with crashes
+        # from an older version is cut over by ``socorro-store derive cut-over``)
+        backend.check_and_put(DERIVED, D.SINCE_ROW, D.COL_SINCE, None, {
+            D.COL_SINCE: datetime.now(timezone.utc).isoformat().encode("ascii")})
     return report
 
 

@@ -21,7 +21,7 @@ from .common import SummaryGroup, stdout_to_devnull
 
 # Modules that each define COMMANDS, a list of click commands to register on the main group.
 COMMAND_MODULES = ["tables", "serve", "crashes", "jobs", "crash", "reports", "dimensions", "transfer", "raw", "web",
-                   "search"]
+                   "search", "derive"]
 
 #: Errors that mean "the command was asked something wrong" (exit 2).  A job whose lease another
 #: run holds also exits 2, as ``rollup`` documents: try again later, nothing failed.

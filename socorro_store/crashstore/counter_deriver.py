@@ -47,6 +47,7 @@ from ..schema import keys as K
 from .contributions import COLUMNS as FACT_COLUMNS
 from .contributions import capped, facts_of, increments_of
 from .counters import coalesce, slack_increments
+from .dimensions import Dimensions
 from .row_lease import RowLease
 
 log = logging.getLogger(__name__)
@@ -114,6 +115,22 @@ def mark_cut_over(backend, moment):
     backend.mutate_rows(K.DERIVED, [RowMutation(D.SINCE_ROW, {D.COL_SINCE: moment.isoformat().encode("ascii")})])
     with _enabled_lock:
         _enabled[backend] = (time.monotonic(), True)
+
+
+def catch_up(backend, timeout=60.0):
+    """Derive what is waiting now, inline when the lease is free, else by waiting for its
+    holder (a batch job reading derived counters: ``rollup``); True once caught up, and at once
+    on a store not cut over."""
+    if not enabled(backend):
+        return True
+    deriver = CounterDeriver(backend, Dimensions().admitter(backend), background=False)
+    try:
+        done = deriver.catch_up(timeout)
+    finally:
+        deriver.close()
+    if not done:
+        log.warning("derivation not caught up within %ss", timeout)
+    return done
 
 
 def cut_over(backend, admitted, now, progress=None, page=500):
@@ -377,6 +394,10 @@ class CounterDeriver:
                 "passes": self.passes, "failures": self.failures, "last_error": self.last_error}
 
     # -- the background deriver -----------------------------------------------------------
+    def run_forever(self):
+        """Derive in this thread until :meth:`close` (from another thread) or an interrupt."""
+        self._run()
+
     def _run(self):
         while not self._stop.is_set():
             try:

@@ -142,7 +142,9 @@ def delete_crashes(backend, crash_ids, missing_ok=False, live_counters=None, on_
     change_records.forget(backend, list(present))
     if derived and live_counters is not None:  # the deriver takes back what it counted them under
         change_records.record_derived_deletions(backend, list(present))
+        # and consumes the records (the last rows naming the crashes) before this returns
         live_counters.deriver().noted(C.new_stamp())
+        live_counters.deriver().settle_own()
     elif derived:  # retention: their counts stay, what they were counted under goes
         change_records.forget_counted(backend, list(present))
     if on_deleted is not None:

@@ -159,6 +159,18 @@ class CrashStore:
         return counter_deriver.cut_over(self.backend, self.live_counters.dimensions.admitter(self.backend),
                                         now or datetime.now(timezone.utc), progress)
 
+    def derive(self, timeout=60.0, forever=False):
+        """Derive this store's counters in this thread: until caught up (returns whether it did
+        within ``timeout`` seconds), or with ``forever`` until interrupted (a ``socorro-store
+        derive run`` worker, one of any number: they share the work under the lease).
+        InvalidArgument for a store not cut over."""
+        deriver = self.live_counters.deriver()
+        if deriver is None:
+            raise InvalidArgument("this store's counters are not derived yet: run `socorro-store derive cut-over`")
+        if forever:
+            deriver.run_forever()
+        return deriver.catch_up(timeout)
+
     def derivation_status(self):
         """``{"cut_over": ISO time or None, "waiting", "lag_seconds", "deriving", ...}``."""
         since = counter_deriver.cut_over_at(self.backend)

@@ -61,7 +61,7 @@ from datetime import date, datetime, timedelta, timezone
 
 from ..backends.base import RowMutation
 from ..checks import is_int, is_number
-from ..crashstore import counters
+from ..crashstore import counter_deriver, counters
 from ..errors import InvalidArgument
 from ..schema import dimension_keys as DK
 from ..schema import keys as K
@@ -128,11 +128,27 @@ def _from_iso(text):
 
 # -- writing exact values ---------------------------------------------------------------------
 
-class Corrector:
-    """Compares exact values with live cells; queues puts/deletes of the differences."""
+def deriver_owns(table, row, column):
+    """Whether the deriver of a cut-over store writes this counter cell (and so the roll-up
+    never does): every signature counter, every day's ranking cell, and the metrics counted
+    per crash (not the hang pairs and unique signatures, detected per interval)."""
+    if table == K.METRICS:
+        name = column.split(b":", 1)[1].decode("utf-8", "replace")
+        return is_derived(name) and name.split("|", 1)[0] not in (counters.HANG_PAIRS, counters.UNIQUE_SIGNATURES)
+    return table in (K.SIGNATURES, K.SIGNATURES_SEEN)
 
-    def __init__(self, backend, report):
+
+class Corrector:
+    """Compares exact values with live cells; queues puts/deletes of the differences.
+
+    ``derived_store``: the store is cut over (:mod:`~socorro_store.crashstore.counter_deriver`):
+    the cells the deriver owns (:func:`deriver_owns`) have one writer, the deriver, so a
+    difference there is reported (``derived_differences``: derivation still catching up, or a
+    change since the recount), never written."""
+
+    def __init__(self, backend, report, derived_store=False):
         self.backend, self.report = backend, report
+        self.owned = deriver_owns if derived_store else None
         self.mutations = {K.METRICS: {}, K.SIGNATURES: {}, K.SIGNATURES_SEEN: {}}
 
     def _mutation(self, table, row):
@@ -140,6 +156,13 @@ class Corrector:
 
     def fix(self, table, row, exact, live, derived=lambda column: True, kind="metrics"):
         """``exact``/``live``: ``{column: int}``.  Queue differences; count drift."""
+        if self.owned is not None:
+            differing = sum(1 for c in set(exact) | set(live)
+                            if self.owned(table, row, c) and (exact.get(c) or 0) != (live.get(c) or 0))
+            if differing:
+                self.report["derived_differences"] = self.report.get("derived_differences", 0) + differing
+            exact = {c: v for c, v in exact.items() if not self.owned(table, row, c)}
+            live = {c: v for c, v in live.items() if not self.owned(table, row, c)}
         for column, value in exact.items():
             if value and live.get(column) != value:
                 self._drift(kind, row, column, live.get(column), value)
@@ -252,6 +275,8 @@ def rollup_day(backend, day, cutoff, corrector, stamp, signature_counts, admissi
         return
     signature_counts.clear()
     day_closed = day + timedelta(days=1) <= cutoff
+    if day_closed:  # what is derived by now is in the slack read here (see fix_day_rankings)
+        counter_deriver.catch_up(backend)
     slack = ranking.read_day_slack(backend, day.date()) if day_closed else None
     tally = recount.count_day(backend, day, end, on_page, page_size=page_size, signature_counts=signature_counts)
     corrector.report["crashes_read"] += tally.crashes
@@ -501,7 +526,7 @@ def rollup(ctx, backend, until=None, grace_s=DEFAULT_GRACE_S, since=None,
                   "unreadable_rows": 0, "unreadable_examples": [], "kept_intervals": 0, "kept_examples": []}
         ctx.save({"cutoff": _iso(cutoff), "days": days, "next": 0, "report": report}, phase="days")
     stamp = _iso(datetime.now(UTC)).encode()
-    corrector = Corrector(backend, report)
+    corrector = Corrector(backend, report, derived_store=counter_deriver.enabled(backend))
     admissions = registry.Admissions(backend)
     # a run that recomputes every day from a day on (the first run, or --since) makes the
     # rankings of those days exact: reports may read them from then on

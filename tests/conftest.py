@@ -71,13 +71,21 @@ def backend_kind(request):
 def backend_url(request, backend_kind, tmp_path):
     if backend_kind in REAL_HBASE_POOLS:  # tables are slow to create there: reuse emptied ones
         pool = request.getfixturevalue(REAL_HBASE_POOLS[backend_kind])
-        with pool.lease("store" in request.fixturenames) as url:
+        want_specs = "store" in request.fixturenames or "prebuilt_tables" in request.fixturenames
+        with pool.lease(want_specs) as url:
             yield url
         return
     base_url = None
     if backend_kind != "embedded":
         base_url = request.getfixturevalue(SERVER_FIXTURES[backend_kind])
     yield isolated_url(backend_kind, base_url, tmp_path)
+
+
+@pytest.fixture
+def prebuilt_tables():
+    """Asked for by a test or fixture that opens a store on ``backend_url`` and creates its tables
+    first: on a real HBase, ``backend_url`` then names a prefix already holding the spec tables,
+    emptied (as ``store``'s does), not a bare one where creating them costs ~4 s a kind."""
 
 
 @pytest.fixture

@@ -12,9 +12,10 @@ Isolation.  Creating a table on HBase takes ~0.3 s (a create is a master procedu
 assignment and a region open), so a fresh prefix per test with the store's 12 tables would cost
 ~4 s a test.  Instead :class:`TablePool` hands each test a prefix of its own and takes it back
 afterwards: tables that are not the shipped specs' are dropped, the spec tables are emptied with
-row deletes and kept, and the prefix goes back to the pool.  A test asking for ``store`` gets a
-prefix that already holds the spec tables (``create_tables`` then only verifies them); any other
-test gets a prefix holding no table at all.  No test sees another's rows.
+row deletes and kept, and the prefix goes back to the pool.  A test asking for ``store`` (or
+``prebuilt_tables``: conftest.py) gets a prefix that already holds the spec tables
+(``create_tables`` then only verifies them); any other test gets a prefix holding no table at
+all.  No test sees another's rows.
 
 Emptying with deletes leaves HBase's delete markers behind (until a major compaction), and a
 marker hides every older cell: a reused prefix is handed out only after the clock has passed the

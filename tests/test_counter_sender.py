@@ -96,7 +96,7 @@ def test_a_failed_send_is_tallied_and_the_sender_goes_on():
     live.close()
 
 
-def test_a_store_reads_its_own_counters_at_once(backend_url, backend_kind):
+def test_a_store_reads_its_own_counters_at_once(backend_url, backend_kind, prebuilt_tables):
     """Background on every remote kind (and forced on embedded): what a save counted, the same
     store's counter reads see at once; another store sees it once the sender has sent it."""
     with open_store(backend_url, background_counters=True) as store:
@@ -188,7 +188,7 @@ def test_any_error_of_a_counter_send_is_tallied_never_raised_to_the_save():
             live.close()
 
 
-def test_a_store_whose_counter_cell_is_no_counter_still_saves_every_crash(backend_url, backend_kind):
+def test_a_store_whose_counter_cell_is_no_counter_still_saves_every_crash(backend_url, backend_kind, prebuilt_tables):
     """One cell that is no counter (a 3-byte value where the day's metrics counter goes) fails
     the counter call; every save still returns and every crash is stored."""
     with open_store(backend_url) as store:

@@ -311,7 +311,7 @@ def test_lanes_are_validated():
         GroupLanes(lambda items: items, lanes=2)
 
 
-def test_a_store_with_lanes_stores_and_counts_each_crash_once(backend_url):
+def test_a_store_with_lanes_stores_and_counts_each_crash_once(backend_url, prebuilt_tables):
     with open_store(backend_url, group_lanes=4) as store:
         store.create_tables()
         ids = [crash_id(K.SALTS[i % 16]) for i in range(24)]

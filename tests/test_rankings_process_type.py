@@ -145,7 +145,7 @@ def test_process_type_splits_of_the_signatures_shown_in_one_read(ranked_store):
     assert sum(counting.calls.values()) == 1
 
 
-def test_expire_deletes_the_process_type_rankings_and_top_rows_with_their_day(backend_url):
+def test_expire_deletes_the_process_type_rankings_and_top_rows_with_their_day(backend_url, prebuilt_tables):
     with open_store(backend_url, background_counters=False) as store:
         store.create_tables()
         ingest(store, make_crashes())

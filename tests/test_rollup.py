@@ -2,6 +2,7 @@
 
 import pytest
 from jobs_helpers import UNTIL, expected_counters, ingest, live_counters, make_crashes
+from store_helpers import counted_live
 
 from socorro_store import open_store
 from socorro_store.backends import Increment, RowMutation
@@ -14,11 +15,14 @@ from socorro_store.schema import ranking_keys as RK
 
 
 @pytest.fixture
-def loaded(backend_url):
+def loaded(backend_url, prebuilt_tables):
     # the counters of the ingest in the saving thread: these tests are about the roll-up, which
     # reads them through the backend (the background sender has tests of its own)
+    # a store not cut over: its counters are incremented live, and these tests are about the
+    # roll-up repairing them (a cut-over store's: tests/test_derivation_deriver.py)
     with open_store(backend_url, background_counters=False) as store:
         store.create_tables()
+        counted_live(store)
         specs = make_crashes()
         ingest(store, specs)
         yield store.backend, specs

@@ -13,7 +13,7 @@ from socorro_store.schema import keys as K
 
 
 @pytest.fixture
-def loaded(backend_url):
+def loaded(backend_url, prebuilt_tables):
     with open_store(backend_url) as store:
         store.create_tables()
         specs = make_crashes(30)

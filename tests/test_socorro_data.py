@@ -32,6 +32,10 @@ from socorro_store.jobs import rollup, scrutiny
 from socorro_store.schema import keys as K
 from socorro_store.schema import stored
 
+# Every store here is opened on backend_url and its tables created first: on a real HBase,
+# a prefix that already holds them, emptied (conftest.prebuilt_tables).
+pytestmark = pytest.mark.usefixtures("prebuilt_tables")
+
 UTC = timezone.utc
 DAY = datetime(2016, 9, 18, tzinfo=UTC)
 UNTIL = "2016-10-02T00:00:00Z"  # closes September

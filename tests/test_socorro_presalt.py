@@ -18,6 +18,10 @@ from socorro_store.jobs import retention, rollup, scrutiny
 from socorro_store.schema import keys as K
 from socorro_store.schema import stored
 
+# Every store here is opened on backend_url and its tables created first: on a real HBase,
+# a prefix that already holds them, emptied (conftest.prebuilt_tables).
+pytestmark = pytest.mark.usefixtures("prebuilt_tables")
+
 CRASH_ID = "a0000001-0000-4000-8000-000002100918"
 DAY = datetime(2010, 9, 18, tzinfo=timezone.utc)
 

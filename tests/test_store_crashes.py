@@ -136,7 +136,7 @@ def test_forbidden_keys_are_redacted(store):
     assert full["url"] == "http://secret" and full["json_dump"]["sensitive"] == {"x": 1}
 
 
-def test_configurable_forbidden_keys(backend_url):
+def test_configurable_forbidden_keys(backend_url, prebuilt_tables):
     with open_store(backend_url, forbidden_keys="product, json_dump.threads") as store:
         store.create_tables()
         cid = crash_id("3")
@@ -277,7 +277,7 @@ def test_bad_input_writes_nothing(store, case):
     assert all_rows(store.backend) == {}
 
 
-def test_dump_over_the_cell_limit_writes_nothing(backend_url):
+def test_dump_over_the_cell_limit_writes_nothing(backend_url, prebuilt_tables):
     with open_store(backend_url, max_cell_bytes=64 * 1024) as store:
         store.create_tables()
         cid = crash_id("9")

@@ -38,12 +38,14 @@ import os
 import threading
 import time
 import weakref
+from datetime import timedelta
 
 from ..backends import RowMutation
 from ..errors import BackendError, BackendUnavailable, ConfigError, InvalidArgument, TableNotFound
 from ..schema import change_keys as C
 from ..schema import derived_keys as D
 from ..schema import keys as K
+from ..schema.specs import SALTS
 from .contributions import COLUMNS as FACT_COLUMNS
 from .contributions import capped, facts_of, increments_of
 from .counters import coalesce, slack_increments
@@ -133,6 +135,19 @@ def catch_up(backend, timeout=60.0):
     return done
 
 
+def rederive_day(backend, day, admitted):
+    """:meth:`CounterDeriver.rederive_day` by a deriver of its own (``rollup``'s repair), capping
+    by ``admitted(field, value, product)`` (the day's admission); the crashes read (0 on a store
+    not cut over)."""
+    if not enabled(backend):
+        return 0
+    deriver = CounterDeriver(backend, admitted, background=False)
+    try:
+        return deriver.rederive_day(day)
+    finally:
+        deriver.close()
+
+
 def cut_over(backend, admitted, now, progress=None, page=500):
     """Move ``backend``'s store to derived counters; returns ``{"since", "crashes"}``.
 
@@ -210,6 +225,7 @@ class CounterDeriver:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._own = b""  # the latest stamp this process's saves wrote
+        self._journaled = False  # a batch's journal is in the lease row (named crashes)
         self._own_lock = threading.Lock()
         self.passes = self.derived = self.replays = self.failures = 0
         self.last_error = None
@@ -228,6 +244,7 @@ class CounterDeriver:
             if journal is not None:
                 self._apply(*journal)
                 self.replays += 1
+                self._journaled = True
         return True
 
     def _read_records(self):
@@ -278,31 +295,80 @@ class CounterDeriver:
             records = self._read_records()
             out = {"records": sum(len(r) for r in records.values()), "derived": 0, "kept": 0}
             if not records:
+                self._clear_journal()
                 return out
             self.passes += 1
             rows = self.backend.get_rows(K.CRASH_REPORTS, [K.crash_row_key(cid) for cid in records],
                                          columns=ROW_COLUMNS)
             ready, out["kept"] = self._ready(records, rows)
-            if not ready:
-                return out
-            counted = self.backend.get_rows(K.DERIVED, [D.counted_row(cid) for cid in ready], columns=[D.COL_COUNTED])
-            changes, moved = [], []
-            for crash_id, (cells, _keys) in ready.items():
-                was = D.decode_facts(counted.get(D.counted_row(crash_id), {}).get(D.COL_COUNTED))
-                now = capped(facts_of(cells), self.admitted) if cells is not None else None
-                if now != was:
-                    changes += increments_of(now) + increments_of(was, -1)
-                    moved.append((crash_id, now))
-            changes = coalesce(changes)
-            changes = coalesce(changes + slack_increments(changes))
-            cells = self._absolute(changes)
-            consumed = [key for _cells, keys in ready.values() for key in keys]
-            if not self.lease.put_fenced({D.COL_JOURNAL: D.encode_journal(cells, moved, consumed)}):
+            # in the order the saves were made: the registry admits values by arrival
+            ready = dict(sorted(ready.items(), key=lambda item: min(item[1][1])[-C.STAMP_LEN:]))
+            if ready and not self._derive(ready):
                 return None  # the lease was lost: the new holder derives these records
-            self._apply(cells, moved, consumed)
             out["derived"] = len(ready)
-            self.derived += len(ready)
             return out
+
+    def _derive(self, ready):
+        """Bring the counters of ``ready`` (``{crash id: (cells or None when gone, [record keys
+        consumed])}``) to what their rows hold (steps 3 to 5 of the module docstring); False
+        when the lease was lost (nothing written)."""
+        counted = self.backend.get_rows(K.DERIVED, [D.counted_row(cid) for cid in ready], columns=[D.COL_COUNTED])
+        changes, moved = [], []
+        for crash_id, (cells, _keys) in ready.items():
+            was = D.decode_facts(counted.get(D.counted_row(crash_id), {}).get(D.COL_COUNTED))
+            now = capped(facts_of(cells), self.admitted) if cells is not None else None
+            if now != was:
+                changes += increments_of(now) + increments_of(was, -1)
+                moved.append((crash_id, now))
+        consumed = [key for _cells, keys in ready.values() for key in keys]
+        if not moved and not consumed:
+            return True
+        changes = coalesce(changes)
+        changes = coalesce(changes + slack_increments(changes))
+        cells = self._absolute(changes)
+        if not self.lease.put_fenced({D.COL_JOURNAL: D.encode_journal(cells, moved, consumed)}):
+            return False
+        self._journaled = True
+        self._apply(cells, moved, consumed)
+        self.derived += len(ready)
+        return True
+
+    def _clear_journal(self):
+        """Once idle, empty the journal: it names the crashes of the last batch (a deletion's
+        too), and nothing is left to replay."""
+        if self._journaled and self.lease.put_fenced({D.COL_JOURNAL: b""}):
+            self._journaled = False
+
+    def rederive_day(self, day, timeout=60.0):
+        """Derive every crash submitted on ``day`` (a date) again from its row, as if each had
+        a record: ``rollup``'s repair, under the day's admission (``admitted`` of this deriver:
+        a crash counted under a value the day no longer admits moves to ``##other##``, and
+        back).  Waits for the lease up to ``timeout`` seconds; returns the crashes read."""
+        deadline, read = time.monotonic() + timeout, 0
+        with self._lock:
+            while not self._hold_lease():
+                if time.monotonic() > deadline:
+                    raise BackendUnavailable(f"the derivation lease stayed held elsewhere for {timeout:g}s")
+                time.sleep(0.05)
+            for id_day in (day, day + timedelta(days=1)):  # an id may be dated the day after its submission
+                for salt in SALTS:
+                    batch = {}
+                    for _row, cells in self.backend.scan(K.CRASH_REPORTS, prefix=K.crash_day_prefix(salt, id_day),
+                                                         columns=ROW_COLUMNS):
+                        facts = facts_of(cells)
+                        if K.COL_OOID in cells and facts is not None and facts["t"][:10] == day.isoformat():
+                            batch[cells[K.COL_OOID].decode("ascii", "replace")] = (cells, [])
+                        if len(batch) >= self.batch:
+                            read += self._rederive(batch)
+                    read += self._rederive(batch)
+        return read
+
+    def _rederive(self, batch):
+        n = len(batch)
+        if batch and not (self.lease.hold() and self._derive(dict(batch))):
+            raise BackendUnavailable("the derivation lease was lost while deriving again")
+        batch.clear()
+        return n
 
     def _absolute(self, changes):
         """``[(table, row, column, value)]``: each changed counter's current value plus its change."""
@@ -324,9 +390,12 @@ class CounterDeriver:
     def _apply(self, cells, moved, consumed):
         """Put a batch (see :func:`~socorro_store.schema.derived_keys.encode_journal`)."""
         puts = {}
-        for table, row, column, value in cells:
-            puts.setdefault(table, {}).setdefault(row, {})[column] = K.encode_counter(value)
-        mutations = {table: [RowMutation(row, values) for row, values in rows.items()] for table, rows in puts.items()}
+        for table, row, column, value in cells:  # a counter down to 0 goes: no empty column stays
+            puts.setdefault(table, {}).setdefault(row, {})[column] = K.encode_counter(value) if value else None
+        mutations = {table: [RowMutation(row, {c: v for c, v in values.items() if v is not None},
+                                         deletes=[c for c, v in values.items() if v is None])
+                             for row, values in rows.items()]
+                     for table, rows in puts.items()}
         mutations[K.DERIVED] = [RowMutation(D.counted_row(cid), {D.COL_COUNTED: D.encode_facts(facts)})
                                 if facts is not None else RowMutation(D.counted_row(cid), delete_row=True)
                                 for cid, facts in moved]
@@ -360,7 +429,18 @@ class CounterDeriver:
         """Derive until no ready record made at or before ``target`` (a stamp; default now)
         is left (True), or ``timeout`` seconds pass (False).  While another process holds the
         lease, wait for it; take the lease over if it expires."""
-        target = target or C.new_stamp()
+        try:
+            return self._catch_up(timeout, target or C.new_stamp())
+        finally:
+            if self._thread is None:  # no thread of this process derives later: let others
+                self._release()
+
+    def _release(self):
+        with self._lock:
+            self.lease.release({D.COL_JOURNAL: b""} if self._journaled else None)
+            self._journaled = False
+
+    def _catch_up(self, timeout, target):
         deadline = time.monotonic() + timeout
         while True:
             result = self.derive_pass()
@@ -423,5 +503,4 @@ class CounterDeriver:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
-        with self._lock:
-            self.lease.release()
+        self._release()

@@ -78,7 +78,7 @@ def test_every_wiki_table_is_shipped_with_the_wikis_attributes():
 def test_additions_are_marked_and_nothing_else_is_shipped():
     specs = load_specs()
     extra = set(specs) - set(WIKI_TABLES)
-    assert extra == {"jobs", "crash_report_signatures_seen", "crash_report_changes"}
+    assert extra == {"jobs", "crash_report_signatures_seen", "crash_report_changes", "crash_report_derived"}
     assert specs["jobs"].addition and specs["jobs"].description
 
 

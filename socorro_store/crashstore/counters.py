@@ -329,16 +329,19 @@ def read_counters(backend, table, row):
     return out
 
 
-def get_metrics(backend, row, product=None, version=None):
+def get_metrics(backend, row, product=None, version=None, settle=None):
     """``{counter: int}`` of any metrics row: ours (time levels, crash_report_queues) or Socorro's
     (``crash_report_queue``); the name is checked to be a sane row name, not a format.
 
     The plain counters; with ``product`` (and ``version``) those counted for that product (and
     version) instead (``submitted_crash_reports``), named without their dimension key.  A value
     over the cardinality cap is read as ``##other##``'s counts only when asked for by that name.
+    ``settle``: called once the arguments are valid, before the read (the store's own writes).
     """
     row = validate_metrics_row_name(row)
     key = DK.filter_key(product, version) if product is not None or version is not None else None
+    if settle is not None:
+        settle()
     suffix = None if key is None else "|" + key.decode("ascii")
     out = {}
     for name, n in read_counters(backend, METRICS, row).items():
@@ -350,15 +353,19 @@ def get_metrics(backend, row, product=None, version=None):
     return out
 
 
-def get_signature_counters(backend, signature, product=None, version=None, os=None, read=None):
+def get_signature_counters(backend, signature, product=None, version=None, os=None, read=None, settle=None):
     """``{column name: int}`` of a signature's plain counters, or with a filter (product,
     version, os) those of that dimension, named without their key (``daily_2016-09-18``).
-    ``read``: the row's :func:`read_counters`, when the caller already read it."""
+    ``read``: the row's :func:`read_counters`, when the caller already read it; ``settle``:
+    called once the arguments are valid, before the read."""
     key = DK.filter_key(product, version, os)
+    row = signature_row(signature)
+    if settle is not None:
+        settle()
     suffix = None if key is None else key.decode("ascii")
     out = {}
     if read is None:
-        read = read_counters(backend, SIGNATURES, signature_row(signature))
+        read = read_counters(backend, SIGNATURES, row)
     for name, n in read.items():
         base, sep, rest = name.partition("|")
         if (suffix is None and not sep) or (suffix is not None and sep and rest == suffix):

@@ -344,12 +344,12 @@ class CrashStore:
     # -- counters ----------------------------------------------------------------------------
     def get_metrics(self, row, product=None, version=None):
         """Plain counters of a metrics row; with ``product`` (``version``) that dimension's."""
-        self.live_counters.settle()  # this store's counters first: it reads its own writes
-        return counters.get_metrics(self.backend, row, product, version)
+        # this store's counters first, once the arguments are valid: it reads its own writes
+        return counters.get_metrics(self.backend, row, product, version, settle=self.live_counters.settle)
 
     def get_signature_counters(self, signature, product=None, version=None, os=None):
-        self.live_counters.settle()  # this store's counters first: it reads its own writes
-        return counters.get_signature_counters(self.backend, signature, product, version, os)
+        return counters.get_signature_counters(self.backend, signature, product, version, os,
+                                               settle=self.live_counters.settle)
 
     def queue_sizes(self):
         self.live_counters.settle()  # this store's counters first: it reads its own writes

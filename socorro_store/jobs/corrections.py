@@ -1,0 +1,98 @@
+"""The roll-up's corrections: exact values compared with the live cells, differences written.
+
+Which counters are derived from the crash rows (:func:`is_derived`), and which of them the
+deriver of a cut-over store owns (:func:`deriver_owns`): the roll-up never writes those.
+"""
+
+from ..backends.base import RowMutation
+from ..crashstore import counters
+from ..schema import dimension_keys as DK
+from ..schema import keys as K
+
+COL_ROLLED_UP = b"timestamps:rolled_up"
+COL_DIGEST = b"timestamps:rollup_digest"
+
+
+def is_derived(name):
+    """True for the metrics counters the roll-up recomputes from the crash rows (with their
+    dimensioned forms ``name|key``)."""
+    name = name.split("|", 1)[0]
+    return (name in (counters.SUBMITTED, counters.HANG_PAIRS, counters.PROCESSING_ERRORS,
+                     counters.UNIQUE_SIGNATURES)
+            or name.startswith("submitted_crash_reports_legacy_throttle_")
+            or (name.startswith("submitted_oop_") and name.endswith("_crash_reports")))
+
+
+def deriver_owns(table, row, column):
+    """Whether the deriver of a cut-over store writes this counter cell (and so the roll-up
+    never does): every signature counter, every day's ranking cell, and the metrics counted
+    per crash (not the hang pairs and unique signatures, detected per interval)."""
+    if table == K.METRICS:
+        name = column.split(b":", 1)[1].decode("utf-8", "replace")
+        return is_derived(name) and name.split("|", 1)[0] not in (counters.HANG_PAIRS, counters.UNIQUE_SIGNATURES)
+    return table in (K.SIGNATURES, K.SIGNATURES_SEEN)
+
+
+class Corrector:
+    """Compares exact values with live cells; queues puts/deletes of the differences.
+
+    ``derived_store``: the store is cut over (:mod:`~socorro_store.crashstore.counter_deriver`):
+    the cells the deriver owns (:func:`deriver_owns`) have one writer, the deriver, so a
+    difference there is reported (``derived_differences``: derivation still catching up, or a
+    change since the recount), never written."""
+
+    def __init__(self, backend, report, derived_store=False):
+        self.backend, self.report = backend, report
+        self.owned = deriver_owns if derived_store else None
+        self.mutations = {K.METRICS: {}, K.SIGNATURES: {}, K.SIGNATURES_SEEN: {}}
+
+    def _mutation(self, table, row):
+        return self.mutations[table].setdefault(row, RowMutation(row))
+
+    def fix(self, table, row, exact, live, derived=lambda column: True, kind="metrics"):
+        """``exact``/``live``: ``{column: int}``.  Queue differences; count drift."""
+        if self.owned is not None:
+            differing = sum(1 for c in set(exact) | set(live)
+                            if self.owned(table, row, c) and (exact.get(c) or 0) != (live.get(c) or 0))
+            if differing:
+                self.report["derived_differences"] = self.report.get("derived_differences", 0) + differing
+            exact = {c: v for c, v in exact.items() if not self.owned(table, row, c)}
+            live = {c: v for c, v in live.items() if not self.owned(table, row, c)}
+        for column, value in exact.items():
+            if value and live.get(column) != value:
+                self._drift(kind, row, column, live.get(column), value)
+                self._mutation(table, row).puts[column] = K.encode_counter(value)
+                self.report["cells_written"] += 1
+        for column, value in live.items():
+            if derived(column) and not exact.get(column) and value is not None:
+                self._drift(kind, row, column, value, 0)
+                self._mutation(table, row).deletes.append(column)
+                self.report["cells_deleted"] += 1
+
+    def _drift(self, kind, row, column, live, exact):
+        drift = self.report["drift"]
+        if kind != "rankings" and DK.SEPARATOR in column:  # a ranking column is a signature
+            # tallied apart, without examples: a processed crash with no product/version moves
+            # its dimensioned counts to the raw crash's values here, which is expected, not drift
+            # worth an example
+            kind += "_dimensions"
+            drift[kind] = drift.get(kind, 0) + 1
+            return
+        drift[kind] = drift.get(kind, 0) + 1
+        if len(self.report["drift_examples"]) < 20:
+            self.report["drift_examples"].append(
+                {"table": kind, "row": row.decode("utf-8", "replace"), "column": column.decode("utf-8", "replace"),
+                 "live": live, "exact": exact})
+
+    def mark(self, row, stamp, digest=None):
+        puts = self._mutation(K.METRICS, row).puts
+        puts[COL_ROLLED_UP] = stamp
+        if digest is not None:
+            puts[COL_DIGEST] = digest
+
+    def flush(self):
+        for table, rows in self.mutations.items():
+            batch = [m for m in rows.values() if m.puts or m.deletes]
+            for i in range(0, len(batch), 1000):
+                self.backend.mutate_rows(table, batch[i:i + 1000])
+        self.mutations = {K.METRICS: {}, K.SIGNATURES: {}, K.SIGNATURES_SEEN: {}}

@@ -4,7 +4,7 @@ import random
 from datetime import timedelta
 
 import pytest
-from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+from store_helpers import BASE_TIME, counted_live, crash_id, processed, raw_crash
 
 from socorro_store import open_store
 from socorro_store.backends import RowMutation
@@ -125,6 +125,7 @@ def test_an_upgraded_store_ranks_once_rollup_recomputed_its_days(embedded_url):
     reports scan until ``rollup --since`` rewrites the rankings of every day from then on."""
     with open_store(embedded_url, background_counters=False) as store:
         store.create_tables()
+        counted_live(store)  # an older version's store: counted live, repaired by rollup
         _ingest(store)
         # as an older version left it: no rankings at all
         rows = [row for row, _cells in store.backend.scan(K.SIGNATURES_SEEN, start=RK.RANK_PREFIX,

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 from jobs_helpers import UNTIL, ingest, make_crashes
-from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+from store_helpers import BASE_TIME, counted_live, crash_id, processed, raw_crash
 
 from socorro_store import open_store
 from socorro_store.backends import RowMutation
@@ -106,7 +106,19 @@ def test_the_live_process_type_rankings_agree_with_a_recount(ranked_store):
     assert "signatures_dimensions" not in report["drift"] and "signatures" not in report["drift"]
 
 
-def test_rollup_fixes_a_corrupted_process_type_ranking(ranked_store):
+@pytest.fixture
+def live_ranked_store(embedded_url):
+    """A store whose rankings are incremented live and repaired by rollup (a cut-over store's
+    are the deriver's alone)."""
+    with open_store(embedded_url, background_counters=False) as store:
+        store.create_tables()
+        counted_live(store)
+        _ingest(store)
+        yield store
+
+
+def test_rollup_fixes_a_corrupted_process_type_ranking(live_ranked_store):
+    ranked_store = live_ranked_store
     backend = ranked_store.backend
     content = RK.rank_row(DAY.date(), DK.process_type_key("content"))
     gpu = RK.rank_row(DAY.date(), DK.process_type_key("gpu"))

@@ -16,9 +16,9 @@ def derive_group():
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def cut_over_command(ctx, as_json):
-    """Move a store written by an older version to derived counters (stop its writers first).
+    """Move an older version's store to derived counters.
 
-    Records what every crash is counted under now, then writes the cut-over mark.  A store
+    Stop the older version's writers first, and run `rollup --since` its first day.  Records what every crash is counted under now, then writes the cut-over mark.  A store
     created by this version is cut over from its creation; running it again does nothing."""
     update, close = progress_bar(as_json, "crashes")
     done = {"n": 0}
@@ -45,8 +45,10 @@ def cut_over_command(ctx, as_json):
               help="With --once: the most seconds to try.")
 @click.pass_context
 def run_command(ctx, once, timeout):
-    """Run a deriver in the foreground (any number may run: one derives at a time, under the
-    lease, and another takes over within 30 s when it dies).  Stop it with Ctrl-C."""
+    """Run a deriver in the foreground, until Ctrl-C.
+
+    Any number may run: one derives at a time, under the lease, and another takes over within
+    30 s when it dies."""
     with open_existing_store(ctx) as store:
         if once:
             if not store.derive(timeout):
@@ -63,7 +65,9 @@ def run_command(ctx, once, timeout):
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def status_command(ctx, as_json):
-    """Whether the store is cut over, the change records waiting, and the lag of the oldest."""
+    """Whether counters are derived, and how far behind.
+
+    The cut-over time, the change records waiting, and the age of the oldest."""
     with open_existing_store(ctx) as store:
         status = store.derivation_status()
     if as_json:

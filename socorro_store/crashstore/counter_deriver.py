@@ -352,15 +352,20 @@ class CounterDeriver:
                 time.sleep(0.05)
             for id_day in (day, day + timedelta(days=1)):  # an id may be dated the day after its submission
                 for salt in SALTS:
-                    batch = {}
-                    for _row, cells in self.backend.scan(K.CRASH_REPORTS, prefix=K.crash_day_prefix(salt, id_day),
-                                                         columns=ROW_COLUMNS):
-                        facts = facts_of(cells)
-                        if K.COL_OOID in cells and facts is not None and facts["t"][:10] == day.isoformat():
-                            batch[cells[K.COL_OOID].decode("ascii", "replace")] = (cells, [])
-                        if len(batch) >= self.batch:
-                            read += self._rederive(batch)
-                    read += self._rederive(batch)
+                    prefix = K.crash_day_prefix(salt, id_day)
+                    start = prefix
+                    while True:  # a page at a time: memory stays one batch of rows
+                        page = list(self.backend.scan(K.CRASH_REPORTS, start=start, stop=prefix + b"\xff",
+                                                      columns=ROW_COLUMNS, limit=self.batch))
+                        batch = {}
+                        for _row, cells in page:
+                            facts = facts_of(cells)
+                            if K.COL_OOID in cells and facts is not None and facts["t"][:10] == day.isoformat():
+                                batch[cells[K.COL_OOID].decode("ascii", "replace")] = (cells, [])
+                        read += self._rederive(batch)
+                        if len(page) < self.batch:
+                            break
+                        start = page[-1][0] + b"\x00"
         return read
 
     def _rederive(self, batch):

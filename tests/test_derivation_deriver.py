@@ -270,3 +270,29 @@ def test_a_writer_killed_mid_ingest_leaves_every_counter_exact(backend_url, back
         _expire_lease(store.backend)
         assert deriver.catch_up(timeout=60)
         assert derived(store.backend) == truth(store.backend) != {}
+
+
+def test_the_derive_commands_and_ping_show_and_drive_derivation(tmp_path):
+    import json
+
+    from cli_helpers import fails, ok, run
+
+    url = f"embedded://{tmp_path / 'store'}"
+    with open_store(url, search_url="none") as store:
+        store.create_tables()
+        counted_live(store)  # an older version's store
+        _ingest(store, 4, random.Random(8))
+    assert "derive cut-over" in fails(run(url, "derive", "run", "--once"), 2)
+    assert "incremented live" in ok(run(url, "derive", "status"))
+    report = json.loads(ok(run(url, "derive", "cut-over", "--json")))
+    assert report["crashes"] == 4
+    with open_store(url, search_url="none") as store:
+        _ingest(store, 3, random.Random(9))  # closed before deriving (an inline deriver)
+    answer = json.loads(ok(run(url, "ping", "--json")))
+    assert answer["counters_waiting"] > 0 and answer["derivation_lag_seconds"] >= 0
+    assert "counters derived: " in ok(run(url, "queue", "status"))
+    assert ok(run(url, "derive", "run", "--once")).strip() == "caught up"
+    status = json.loads(ok(run(url, "derive", "status", "--json")))
+    assert status["waiting"] == 0 and status["cut_over"] == report["since"]
+    with open_store(url, search_url="none") as store:
+        assert derived(store.backend) == truth(store.backend) != {}

@@ -73,6 +73,12 @@ def queue_status(ctx, as_json):
     indexed = f", {search['documents']} crashes indexed" if search.get("documents") is not None else ""
     click.echo(f"search {'(not configured) ' if not search.get('configured') else ''}"
                f"feed: {search.get('pending', 0)} changes waiting{lag}{indexed}")
+    derivation = status.get("derivation") or {}
+    if derivation.get("cut_over") is None:
+        click.echo("counters: incremented live (not cut over)")
+    else:
+        lag = f", oldest {derivation['lag_seconds']:.1f}s ago" if derivation.get("lag_seconds") is not None else ""
+        click.echo(f"counters derived: {derivation.get('waiting', 0)} changes waiting{lag}")
 
 
 @click.group("signatures", cls=SummaryGroup)

@@ -6,6 +6,7 @@ import click
 from ..backends import open_backend
 from ..config import parse_url, with_options
 from ..errors import ConfigError
+from ..crashstore import counter_deriver
 from ..crashstore.search_feed import pending_changes
 from ..schema import keys as K
 from ..schema import table_admin as admin
@@ -85,8 +86,15 @@ def ping(ctx, as_json):
     with open_backend(url, create=False) as backend:
         answer = admin.ping(backend)
         if as_json and K.CHANGES in backend.list_tables():  # how far the derived views lag
-            waiting, age = pending_changes(backend)
-            answer["changes_waiting"], answer["derivation_lag_seconds"] = waiting, age and round(age, 3)
+            waiting, age = pending_changes(backend)  # the search feed's
+            answer["changes_waiting"] = waiting
+            lags = [age]
+            if counter_deriver.enabled(backend):
+                answer["counters_waiting"], counters_age = counter_deriver.waiting(backend)
+                answer["counters_lag_seconds"] = counters_age and round(counters_age, 3)
+                lags.append(counters_age)
+            lags = [lag for lag in lags if lag is not None]
+            answer["derivation_lag_seconds"] = round(max(lags), 3) if lags else None
     if as_json:
         echo_json({"url": parse_url(url_of(ctx)).text, **answer})
         return

@@ -373,10 +373,12 @@ class CrashStore:
         return inspect.list_crashes(self.backend, start, end, signature, limit, details)
 
     def queue_status(self, now=None):
-        """The queues (:func:`~.inspect.queue_status`), and the search feed's lag under ``"search"``."""
+        """The queues (:func:`~.inspect.queue_status`), the search feed's lag under ``"search"``
+        and the deriver's under ``"derivation"`` (:meth:`derivation_status`)."""
         self.live_counters.settle()  # this store's counters first: it reads its own writes
         status = inspect.queue_status(self.backend, now)
         status["search"] = self.search.status()
+        status["derivation"] = self.derivation_status()
         return status
 
     # -- search (:mod:`search_access`; the semantics: :mod:`socorro_store.search.contract`) ----

@@ -540,12 +540,14 @@ class LiveCounters:
         self._tally("increments", cells)
         _log_lost_flush(cells, exc)
 
-    def settle(self):
+    def settle(self, derived=True):
         """Wait until the increments handed to the background sender so far are sent (a no-op
-        without one): what this store wrote, its counter reads then see."""
+        without one), and with ``derived`` until this store's saves are derived: what this
+        store wrote, its counter reads then see.  ``derived=False``: the live counters only
+        (the queue counters, which saves still increment)."""
         if self.sender is not None:
             self.sender.settle()
-        if self._deriver is not None:
+        if derived and self._deriver is not None:
             self._deriver.settle_own()
 
     def tally(self, kind, n):

@@ -66,8 +66,9 @@ class RowLease:
 
     def put_fenced(self, puts):
         """Put ``puts`` in the lease row only while this process still holds the lease (a
-        check-and-put against its value); False, and the lease dropped, when it does not."""
-        won = self.backend.check_and_put(self.table, self.row, self.column, self.value, {self.column: self.value, **puts})
+        check-and-put against its value: one call, even on Thrift1, whose check covers one put
+        cell); False, and the lease dropped, when it does not."""
+        won = self.backend.check_and_put(self.table, self.row, self.column, self.value, puts)
         if not won:
             self.until = 0
         return won

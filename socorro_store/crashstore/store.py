@@ -96,7 +96,7 @@ class CrashStore:
         #: one pass per queue shared by this store's ``new_crashes()`` iterators: concurrent
         #: takers are claimed for together (:class:`~.queue.QueuePass`)
         self.queue_passes = {name: QueuePass(backend, name, rescan_seconds=queue_rescan_seconds,
-                                             settle_counters=lambda: self.live_counters.settle())
+                                             settle_counters=lambda: self.live_counters.settle(derived=False))
                              for name in QUEUES}
         limits = {"max_items": group_max_crashes, "max_bytes": group_max_bytes}
         self.raw_groups = GroupLanes(
@@ -352,7 +352,7 @@ class CrashStore:
                                                settle=self.live_counters.settle)
 
     def queue_sizes(self):
-        self.live_counters.settle()  # this store's counters first: it reads its own writes
+        self.live_counters.settle(derived=False)  # this store's counters first: it reads its own writes
         return counters.queue_sizes(self.backend)
 
     def set_active_installations(self, product, date, count):

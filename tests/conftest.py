@@ -36,6 +36,9 @@ SERVER_FIXTURES = {
 BACKEND_KINDS = ["embedded", *SERVER_FIXTURES]
 # kinds on the session's real HBase -> their TablePool fixture (fixtures_hbase_real.py)
 REAL_HBASE_POOLS = {"hbase-real": "hbase_real_pool", "hbase-real-thrift2": "hbase_real_thrift2_pool"}
+# gateway kinds -> their TablePool fixture (fixtures_gateway.py), for tests that want the spec tables
+GATEWAY_POOLS = {"gateway-buffered-binary": "gateway_buffered_binary_pool",
+                 "gateway-framed-compact": "gateway_framed_compact_pool"}
 
 
 def pytest_addoption(parser):
@@ -69,10 +72,10 @@ def backend_kind(request):
 
 @pytest.fixture
 def backend_url(request, backend_kind, tmp_path):
-    if backend_kind in REAL_HBASE_POOLS:  # tables are slow to create there: reuse emptied ones
-        pool = request.getfixturevalue(REAL_HBASE_POOLS[backend_kind])
-        want_specs = "store" in request.fixturenames or "prebuilt_tables" in request.fixturenames
-        with pool.lease(want_specs) as url:
+    want_specs = "store" in request.fixturenames or "prebuilt_tables" in request.fixturenames
+    pool = REAL_HBASE_POOLS.get(backend_kind) or (want_specs and GATEWAY_POOLS.get(backend_kind))
+    if pool:  # tables are slow to create there: reuse emptied ones
+        with request.getfixturevalue(pool).lease(want_specs) as url:
             yield url
         return
     base_url = None
@@ -84,8 +87,9 @@ def backend_url(request, backend_kind, tmp_path):
 @pytest.fixture
 def prebuilt_tables():
     """Asked for by a test or fixture that opens a store on ``backend_url`` and creates its tables
-    first: on a real HBase, ``backend_url`` then names a prefix already holding the spec tables,
-    emptied (as ``store``'s does), not a bare one where creating them costs ~4 s a kind."""
+    first: on a real HBase or a gateway, ``backend_url`` then names a prefix already holding the
+    spec tables, emptied (as ``store``'s does), not a bare one where creating them costs ~4 s a
+    kind on HBase."""
 
 
 @pytest.fixture

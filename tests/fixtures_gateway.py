@@ -40,3 +40,23 @@ def gateway_buffered_binary_url(gateway_buffered_binary):
 @pytest.fixture(scope="session")
 def gateway_framed_compact_url(gateway_framed_compact):
     return gateway_framed_compact.url(max_frame_mb=16)
+
+
+def _pool(url):
+    # imported here: a plugin module imported by another before pytest loads it is not rewritten
+    from fixtures_hbase_real import TablePool  # noqa: PLC0415
+
+    return TablePool(url, compact=True)
+
+
+# Spec tables reused between the tests asking for them (conftest.backend_url), emptied and
+# compacted: creating the store's tables through a gateway costs ~0.5 s a test, and more as the
+# session's catalog grows with every prefix.
+@pytest.fixture(scope="session")
+def gateway_buffered_binary_pool(gateway_buffered_binary_url):
+    return _pool(gateway_buffered_binary_url)
+
+
+@pytest.fixture(scope="session")
+def gateway_framed_compact_pool(gateway_framed_compact_url):
+    return _pool(gateway_framed_compact_url)

@@ -296,3 +296,41 @@ def test_the_derive_commands_and_ping_show_and_drive_derivation(tmp_path):
     assert status["waiting"] == 0 and status["cut_over"] == report["since"]
     with open_store(url, search_url="none") as store:
         assert derived(store.backend) == truth(store.backend) != {}
+
+
+class TwoStepProcessing:
+    """A backend whose check-and-put covers one cell (as HBase's Thrift1): a first processing
+    writes its row, then its ``N -> Y`` check; ``between()`` runs between the two."""
+
+    atomic_check_and_put = False
+
+    def __init__(self, backend, between):
+        self._backend, self._between = backend, between
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def check_and_put_many(self, table, items):
+        if table == K.CRASH_REPORTS and any(column == K.COL_PROCESSED for _row, column, _e, _p in items):
+            self._between()
+        return self._backend.check_and_put_many(table, items)
+
+
+def test_a_row_derived_between_a_processed_save_and_its_transition_is_derived_again(embedded_url):
+    """The deriver reads the crash row after its processed cells landed and before its
+    ``flags:processed`` N -> Y check: the save is still in flight (its stamp lands with the Y),
+    so the crash is derived again once the check applied, and counted as processed."""
+    from socorro_store.crashstore.store import CrashStore
+
+    with open_store(embedded_url, search_url="none") as store:
+        store.create_tables()
+        cid = crash_id(rng=random.Random(10))
+        store.save_raw_crash(raw_crash(cid), {}, cid)
+        store.settle()
+        deriver = store.live_counters.deriver()
+        two_step = CrashStore(TwoStepProcessing(store.backend, lambda: deriver.derive_pass()))
+        two_step.live_counters = store.live_counters  # this store's deriver: its pass runs in between
+        two_step.save_processed(processed(cid, signature="between"))
+        store.settle()
+        assert derived(store.backend) == truth(store.backend)
+        assert store.get_signature_counters("between")

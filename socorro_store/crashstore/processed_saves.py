@@ -163,7 +163,13 @@ class Plan:
             fresh = [(crash.signature, submitted)]
             if state.get("processed_flag") == FLAG_UNPROCESSED:
                 del puts[K.COL_PROCESSED]  # written by the check-and-put that decides who counts
-                self.checks.append((row, K.COL_PROCESSED, FLAG_UNPROCESSED, {K.COL_PROCESSED: b"Y"}, first, fresh))
+                transition = {K.COL_PROCESSED: b"Y"}
+                if change is not None:
+                    # the stamp lands with the Y, not before it with the row: a feed or deriver
+                    # reading the row between the two (Thrift1 writes them apart) must see the
+                    # save as still in flight, not derive a processed crash flagged unprocessed
+                    transition[K.COL_CHANGED] = puts.pop(K.COL_CHANGED)
+                self.checks.append((row, K.COL_PROCESSED, FLAG_UNPROCESSED, transition, first, fresh))
             else:  # no N/Y flag (Socorro's happybase rows): counted from the state, as before
                 self.increments += first
                 self.fresh += fresh

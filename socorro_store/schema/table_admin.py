@@ -182,7 +182,8 @@ def create_tables(backend, specs=None, only=None, codec_map=None):
     (:func:`check_codecs`), before the first table is created: a refused codec raises
     :class:`CodecUnavailable` and nothing is created.  ``codec_map`` (``{"LZO": "GZ"}``) creates
     families with the codec the cluster has in place of the spec's.  A store with no signature
-    counted yet gets its one data row: ``~rank/since``, its daily rankings complete from the start.
+    counted yet gets its one data row: ``~rank/since``, its daily rankings complete from the start;
+    a store with no crash yet gets the cut-over mark (``~derive/since``): its counters are derived.
     """
     codec_map = check_codec_map(codec_map)
     specs = _select(specs, only)
@@ -226,9 +227,9 @@ def create_tables(backend, specs=None, only=None, codec_map=None):
         # no signature counted yet (a new store): its daily rankings are complete from its first
         # crash on (a store with counts from an older version: once rollup recomputed them)
         backend.check_and_put(SIGNATURES_SEEN, RK.SINCE_ROW, RK.COL_SINCE, None, RK.since_cells(RK.FIRST_DAY))
-    if DERIVED in report.created and not any(True for _ in backend.scan(CRASH_REPORTS, limit=1)):
-        # a new store: its counters are derived from its first crash on (a store with crashes
-        # from an older version is cut over by ``socorro-store derive cut-over``)
+    if DERIVED in specs and CRASH_REPORTS in specs and not any(True for _ in backend.scan(CRASH_REPORTS, limit=1)):
+        # a store with no crash yet: its counters are derived from its first crash on (a store
+        # with crashes from an older version is cut over by ``socorro-store derive cut-over``)
         backend.check_and_put(DERIVED, D.SINCE_ROW, D.COL_SINCE, None, {
             D.COL_SINCE: datetime.now(timezone.utc).isoformat().encode("ascii")})
     return report

@@ -334,3 +334,21 @@ def test_a_row_derived_between_a_processed_save_and_its_transition_is_derived_ag
         store.settle()
         assert derived(store.backend) == truth(store.backend)
         assert store.get_signature_counters("between")
+
+
+def test_saves_wait_for_derivation_when_it_lags_beyond_its_limit(embedded_url):
+    """Back pressure: with the lag beyond the limit, a save returns only once this process's
+    saves are derived (here at once: no other process holds the lease)."""
+    with open_store(embedded_url, search_url="none") as store:
+        store.create_tables()
+        rng = random.Random(11)
+        cid = crash_id(rng=rng)
+        store.save_raw_crash(raw_crash(cid), {}, cid)
+        assert counter_deriver.waiting(store.backend)[0] == 1  # within the limit: not waited for
+        deriver = store.live_counters.deriver()
+        deriver.lag_limit_s, deriver._lag_checked = 0.0, 0.0  # any lag is beyond it; look now
+        time.sleep(0.01)
+        other = crash_id(rng=rng)
+        store.save_raw_crash(raw_crash(other), {}, other)
+        assert deriver.throttled == 1 and counter_deriver.waiting(store.backend)[0] == 0
+        assert derived(store.backend) == truth(store.backend) != {}

@@ -63,6 +63,12 @@ IDLE_SECONDS = 0.5
 #: saves before its pass: a derived fact is visible about this much after its save, at most
 #: twice this under a steady stream
 COALESCE_SECONDS = 0.25
+#: the lag (age of the oldest record waiting) beyond which saves wait for derivation (back pressure)
+LAG_LIMIT_SECONDS = 30.0
+#: how often a saving process looks at the lag (one bounded scan of the records)
+LAG_CHECK_SECONDS = 5.0
+#: the longest a save waits for derivation when the lag is beyond its limit
+PRESSURE_WAIT_SECONDS = 5.0
 #: seconds a process trusts that a store is not cut over (the mark is looked for again after)
 RECHECK_SECONDS = 60.0
 #: what the deriver reads of a crash row: ``flags`` holds ``flags:changed`` too (naming a column
@@ -228,6 +234,8 @@ class CounterDeriver:
         self._wake = threading.Event()
         self._own = b""  # the latest stamp this process's saves wrote
         self._journaled = False  # a batch's journal is in the lease row (named crashes)
+        self.lag_limit_s, self._lag_checked, self._lagging = LAG_LIMIT_SECONDS, 0.0, False
+        self.throttled = 0  # saves that waited for derivation (back pressure)
         self._own_lock = threading.Lock()
         self.passes = self.derived = self.replays = self.failures = 0
         self.last_error = None
@@ -418,6 +426,20 @@ class CounterDeriver:
                 self._own = stamp
         self._wake.set()
 
+    def press(self):
+        """Back pressure, called after a save: when the oldest record waiting is older than
+        ``lag_limit_s`` (looked at every :data:`LAG_CHECK_SECONDS`), the save waits until this
+        process's saves are derived, at most :data:`PRESSURE_WAIT_SECONDS`: saves slow down to
+        what derivation sustains rather than let derived data fall hours behind."""
+        now = time.monotonic()
+        if now - self._lag_checked >= LAG_CHECK_SECONDS:
+            self._lag_checked = now
+            age = waiting(self.backend, limit=1000)[1]
+            self._lagging = age is not None and age > self.lag_limit_s
+        if self._lagging:
+            self.throttled += 1
+            self.settle_own(PRESSURE_WAIT_SECONDS)
+
     def settle_own(self, timeout=30.0):
         """Derive until every record of this process's saves so far is consumed (True), or
         ``timeout`` passes (False).  A process that saved nothing returns at once."""
@@ -475,10 +497,12 @@ class CounterDeriver:
         return False
 
     def status(self):
-        """``{"waiting", "lag_seconds", "deriving", "passes", "failures", "last_error"}``."""
+        """``{"waiting", "lag_seconds", "deriving", "passes", "failures", "last_error",
+        "throttled"}``."""
         count, age = waiting(self.backend)
         return {"waiting": count, "lag_seconds": None if age is None else round(age, 3), "deriving": self.lease.held,
-                "passes": self.passes, "failures": self.failures, "last_error": self.last_error}
+                "passes": self.passes, "failures": self.failures, "last_error": self.last_error,
+                "throttled": self.throttled}
 
     # -- the background deriver -----------------------------------------------------------
     def run_forever(self):

@@ -500,9 +500,12 @@ class LiveCounters:
         return self._deriver
 
     def changed(self, stamps):
-        """Saves of this store wrote change records with ``stamps`` for the deriver."""
+        """Saves of this store wrote change records with ``stamps`` for the deriver (and wait
+        for it when it lags beyond its limit: :meth:`~.counter_deriver.CounterDeriver.press`)."""
         if stamps:
-            self.deriver().noted(max(stamps))
+            deriver = self.deriver()
+            deriver.noted(max(stamps))
+            deriver.press()
 
     def send(self, increments, detect=None):
         """Send ``increments`` plus those ``detect()`` returns, in one call (or hand them over)."""

@@ -20,6 +20,7 @@ import pytest
 from store_helpers import BASE_TIME, all_rows, counted_live, crash_id, processed, raw_crash
 
 from socorro_store import open_store
+from socorro_store.backends import Increment
 from socorro_store.crashstore import counter_deriver
 from socorro_store.crashstore.contributions import stored_counts
 from socorro_store.crashstore.counters import coalesce
@@ -352,3 +353,18 @@ def test_saves_wait_for_derivation_when_it_lags_beyond_its_limit(embedded_url):
         store.save_raw_crash(raw_crash(other), {}, other)
         assert deriver.throttled == 1 and counter_deriver.waiting(store.backend)[0] == 0
         assert derived(store.backend) == truth(store.backend) != {}
+
+
+def test_cut_over_is_refused_beside_socorros_own_code_and_writes_nothing(embedded_url):
+    from socorro_store.crashstore.states import COL_SOCORRO_LEGACY_SIZE
+    from socorro_store.schema.stored import SOCORRO_QUEUE_ROW
+
+    with open_store(embedded_url, search_url="none") as store:
+        store.create_tables()
+        counted_live(store)
+        _ingest(store, 2, random.Random(12))
+        store.backend.increment_many([Increment(K.METRICS, SOCORRO_QUEUE_ROW, COL_SOCORRO_LEGACY_SIZE, 1)])
+        with pytest.raises(InvalidArgument, match="Socorro's own code"):
+            store.cut_over_counters()
+        assert counter_deriver.cut_over_at(store.backend) is None
+        assert list(store.backend.scan(K.DERIVED)) == []

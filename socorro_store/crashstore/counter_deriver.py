@@ -51,6 +51,7 @@ from .contributions import capped, facts_of, increments_of
 from .counters import coalesce, slack_increments
 from .dimensions import Dimensions
 from .row_lease import RowLease
+from .states import socorro_queue_counter_exists
 
 log = logging.getLogger(__name__)
 
@@ -163,10 +164,14 @@ def cut_over(backend, admitted, now, progress=None, page=500):
     stand are taken to count them, so run ``rollup --since`` the first day first on a store that
     has seen failures), then the mark is written.  Stop every writer of an older version first:
     it would go on incrementing what the deriver writes.  A store already cut over is left as
-    it is.  ``progress(n)`` is called as crashes are recorded."""
+    it is.  ``progress(n)`` is called as crashes are recorded.  InvalidArgument beside Socorro's
+    own code (its queue counter exists): it increments the same counters, so they stay live."""
     since = cut_over_at(backend)
     if since is not None:
         return {"since": since, "crashes": 0}
+    if socorro_queue_counter_exists(backend):
+        raise InvalidArgument("Socorro's own code writes beside this store (its queue counter exists) and increments "
+                              "the same counters: they stay incremented live")
     done, batch = 0, []
 
     def flush():

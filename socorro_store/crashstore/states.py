@@ -73,6 +73,12 @@ _socorro_beside = weakref.WeakKeyDictionary()  # backend -> (read at, answer)
 _socorro_beside_lock = threading.Lock()
 
 
+def socorro_queue_counter_exists(backend):
+    """Whether Socorro's legacy queue counter exists (one read, now): Socorro's code runs here."""
+    cells = backend.get_row(K.METRICS, SOCORRO_QUEUE_ROW, columns=[COL_SOCORRO_LEGACY_SIZE])
+    return COL_SOCORRO_LEGACY_SIZE in cells
+
+
 def socorro_takes_legacy(backend, now=time.monotonic):
     """Whether Socorro's own code runs on this store's tables: its legacy queue counter exists.
 
@@ -84,8 +90,7 @@ def socorro_takes_legacy(backend, now=time.monotonic):
     with _socorro_beside_lock:
         found = _socorro_beside.get(backend)
     if found is None or now() - found[0] > SOCORRO_BESIDE_REFRESH_S:
-        cells = backend.get_row(K.METRICS, SOCORRO_QUEUE_ROW, columns=[COL_SOCORRO_LEGACY_SIZE])
-        found = (now(), COL_SOCORRO_LEGACY_SIZE in cells)
+        found = (now(), socorro_queue_counter_exists(backend))
         with _socorro_beside_lock:
             _socorro_beside[backend] = found
     return found[1]

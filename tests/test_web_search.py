@@ -344,6 +344,13 @@ def test_the_footer_shows_the_search_lag(client, search_store):
             assert f"{status['documents']:,} crashes indexed" in lag
 
 
+def test_the_home_footer_shows_how_far_the_counters_lag(client, search_store):
+    status = search_store[0].derivation_status()
+    html = client.get("/").get_data(as_text=True)
+    lag = re.search(r'<span id="counters-lag">([^<]*)</span>', html).group(1)
+    assert lag.startswith(f"counters: {status['waiting']:,} changes waiting")
+
+
 def test_many_filter_values_keep_the_page_small_and_survive_a_submission(client):
     values = [("product", f"=P{i}") for i in range(999)] + [("product", "=Fenix")]
     response = client.get("/search/", query_string=values)

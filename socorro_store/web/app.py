@@ -93,6 +93,7 @@ def create_app(store, unredacted=False, now=None, public_fields=None, request_ti
     app.extensions["socorro_store.readers"] = reads
     clock = now or (lambda: datetime.now(timezone.utc))
     search_figures = search_page.StatusCache(store)  # the footers' search lag, shared by requests
+    derivation_figures = search_page.StatusCache(store, read=search_page.derivation_status)  # the counters' lag
 
     def data(build):
         """The page's data, built on the reader threads: the query's arguments and the clock are
@@ -125,7 +126,8 @@ def create_app(store, unredacted=False, now=None, public_fields=None, request_ti
     @app.get("/")
     def home():
         moment = clock()
-        return page("home.html", lambda: {**pages.home(store, moment), "search_status": search_figures.get()})
+        return page("home.html", lambda: {**pages.home(store, moment), "search_status": search_figures.get(),
+                                          "derivation_status": derivation_figures.get()})
 
     @app.get("/topcrashers/")
     def top_crashers():

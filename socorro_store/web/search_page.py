@@ -94,20 +94,31 @@ def search_status(store):
     return found if found.get("configured") else None
 
 
-class StatusCache:
-    """:func:`search_status`, read at most once every ``seconds`` for all requests: the figures
-    count the feed's pending change records (a scan of up to 10,000 rows) and the index's
-    documents, too dear for every view of the home page."""
+def derivation_status(store):
+    """The deriver's figures the home page shows (records waiting, lag), or None on a store
+    whose counters are incremented live, or when they cannot be read."""
+    try:
+        found = store.derivation_status()
+    except SocorroStoreError:
+        return None
+    return found if found.get("cut_over") else None
 
-    def __init__(self, store, seconds=STATUS_SECONDS, clock=time.monotonic):
+
+class StatusCache:
+    """:func:`search_status` (or ``read``: :func:`derivation_status`), read at most once every
+    ``seconds`` for all requests: the figures count the change records waiting (a scan of up to
+    10,000 rows) and the index's documents, too dear for every view of the home page."""
+
+    def __init__(self, store, seconds=STATUS_SECONDS, clock=time.monotonic, read=None):
         self.store, self.seconds, self.clock = store, seconds, clock
+        self.read = read or search_status
         self._lock = threading.Lock()
         self._read_at = self._value = None
 
     def get(self):
         with self._lock:  # one reader refreshes; the others wait for its figures
             if self._read_at is None or self.clock() - self._read_at >= self.seconds:
-                self._value, self._read_at = search_status(self.store), self.clock()
+                self._value, self._read_at = self.read(self.store), self.clock()
             return self._value
 
 

@@ -2,9 +2,10 @@
 
 ``backend_url`` is parametrized over every backend kind.  Each test gets an isolated namespace:
 a fresh directory (embedded), a fresh table prefix (hbase through the gateway or in Docker), a
-prefix of its own emptied after each test (a real HBase: ``fixtures_hbase_real.py``), or a fresh
-instance id (Bigtable emulator).  Kinds whose environment is absent skip with the
-reason.  Server fixtures live in ``fixtures_*.py`` beside this file.
+prefix of its own emptied after each test (a real HBase: ``fixtures_hbase_real.py``; the gateway
+too for a test that wants the store's tables, emptied and compacted), or a fresh instance id
+(Bigtable emulator).  Kinds whose environment is absent skip with the reason.  Server fixtures
+live in ``fixtures_*.py`` beside this file.
 """
 
 import os

@@ -86,9 +86,12 @@ def record_deletions(backend, crash_ids):
 
 def record_derived_deletions(backend, crash_ids):
     """Write a deletion record (``change:derive`` = ``D``) for each deleted crash, once its rows
-    are gone: the deriver takes back what it counted (:mod:`.counter_deriver`)."""
-    if crash_ids:
-        backend.mutate_rows(K.CHANGES, [m for _stamp, m in new_records(crash_ids, search=False, derive=b"D").values()])
+    are gone: the deriver takes back what it counted (:mod:`.counter_deriver`).  Returns the
+    records' stamps."""
+    records = new_records(crash_ids, search=False, derive=b"D")
+    if records:
+        backend.mutate_rows(K.CHANGES, [mutation for _stamp, mutation in records.values()])
+    return [stamp for stamp, _mutation in records.values()]
 
 
 def forget_counted(backend, crash_ids):

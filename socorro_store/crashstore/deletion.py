@@ -20,7 +20,9 @@ the crash row accounts for (``metrics``, ``crash_report_signatures``, the rankin
 later ``rollup`` of the day finds nothing to correct.  What stays: the first-seen markers, the
 unique-signature and hang-pair counts (``rollup`` recounts them from the crash rows left), and
 every count when no ``live_counters`` is given (retention: old crashes go, their closed days'
-counts stay).
+counts stay).  On a cut-over store the deriver takes them back: a deletion record per crash,
+derived before this returns (:mod:`.counter_deriver`); retention drops what they were counted
+under instead.
 
 What moves: the queue sizes (``crash_report_queues``) of a crash deleted while queued, as a save
 moves them, decided by the same checks so that a deletion racing a save moves them once
@@ -40,7 +42,6 @@ import logging
 
 from ..backends import RowMutation
 from ..errors import CrashIDNotFound
-from ..schema import change_keys as C
 from ..schema import keys as K
 from ..schema.crash_facts import process_type_of
 from ..schema.queue_keys import claim_cell, dead_letter_key
@@ -141,10 +142,9 @@ def delete_crashes(backend, crash_ids, missing_ok=False, live_counters=None, on_
             _log.warning("queue counters not moved for deleted crashes (reconcile-queue repairs them): %s", exc)
     change_records.forget(backend, list(present))
     if derived and live_counters is not None:  # the deriver takes back what it counted them under
-        change_records.record_derived_deletions(backend, list(present))
+        live_counters.changed(change_records.record_derived_deletions(backend, list(present)))
         # and consumes the records (the last rows naming the crashes) before this returns
-        live_counters.deriver().noted(C.new_stamp())
-        live_counters.deriver().settle_own()
+        live_counters.settle()
     elif derived:  # retention: their counts stay, what they were counted under goes
         change_records.forget_counted(backend, list(present))
     if on_deleted is not None:

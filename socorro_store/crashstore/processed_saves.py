@@ -30,6 +30,11 @@ save whose check-and-put applies sends it:
   not counted again.  So a counter moves only for a pointer this store dequeued, and after
   ``reconcile-queue`` set the counters to the pointers there are, they stay equal to them.
 
+On a cut-over store (:mod:`.counter_deriver`) the signature, processing-error and dimension
+counts are not the save's: it writes a change record, and the deriver moves the crash from
+what it was counted under to what its row holds, so the reprocessing checks above are not made
+(their cells go with the row).  The queue counters and the first-seen detection stay here.
+
 A save that loses a check counted nothing for it: another save of the same crash did.  (Two
 processors that give one crash different signatures leave it counted under the first one to
 store its flag, until ``rollup``; of two concurrent reprocessings with different signatures,

@@ -40,12 +40,17 @@ from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.bench_common import RoleCalls, isolated, percentile, start_local_hbase, with_pool_size  # noqa: E402
-
-from socorro_store import open_store  # noqa: E402
-from socorro_store.demo import processed_crash, synthetic_crashes  # noqa: E402
-from socorro_store.schema import derived_keys as D  # noqa: E402
-from socorro_store.schema import keys as K  # noqa: E402
+from bench.bench_common import (
+    RoleCalls,
+    isolated,
+    percentile,
+    start_local_hbase,
+    with_pool_size,
+)
+from socorro_store import open_store
+from socorro_store.demo import processed_crash, synthetic_crashes
+from socorro_store.schema import derived_keys as D
+from socorro_store.schema import keys as K
 
 #: crash ids the observer reads in one call
 POLL_IDS = 1000

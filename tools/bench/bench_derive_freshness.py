@@ -23,7 +23,9 @@ through its Thrift1 server, or its Thrift2 server with ``--thrift2``; several ra
 Prints, per rate: the rate asked and reached, the lag's median, p90, p99 and max, the crashes
 never seen counted, the records still waiting at the end, the deriver's passes and crashes per
 pass, and the backend calls per processed crash of the whole run (the saving process's, by the
-role of the thread that made them); ``--json`` for one JSON document.
+role of the thread that made them, until the observer has seen every crash counted or given up;
+unpaced, collectors run ahead of processors, so those calls include raw saves never processed in
+the run); ``--json`` for one JSON document.
 """
 
 import argparse
@@ -145,7 +147,7 @@ def run(url, rate, seconds, collectors, processors, poll_ms):
         roles = _Roles(store.backend)
         stop = time.monotonic() + seconds
         feed = iter(data)
-        lock, saved, processed = threading.Lock(), [0], [0]
+        lock, saved, stored, processed = threading.Lock(), [0], [0], [0]
 
         def collect():
             while time.monotonic() < stop:
@@ -161,6 +163,8 @@ def run(url, rate, seconds, collectors, processors, poll_ms):
                         time.sleep(delay)
                 raw, dumps, cid, _sig = item
                 store.save_raw_crash(raw, dumps, cid)
+                with lock:
+                    stored[0] += 1
 
         def process(n):
             while time.monotonic() < stop + 2:
@@ -195,14 +199,15 @@ def run(url, rate, seconds, collectors, processors, poll_ms):
     lags = sorted(outcome["lags"])
     n = processed[0]
     return {"rate_asked": rate, "seconds": seconds, "elapsed_s": round(elapsed, 1), "processed": n,
-            "processed_per_s": round(n / seconds, 1), "seen": len(lags),
+            "processed_per_s": round(n / seconds, 1), "saved_raw": stored[0],
+            "saved_raw_per_s": round(stored[0] / seconds, 1), "seen": len(lags),
             "never_seen": outcome["never_seen"], "waiting_at_end": status["waiting"],
             "lag_at_end_s": status["lag_seconds"], "deriver_failures": status.get("failures"),
             "lag_s": {"p50": round(percentile(lags, 0.5), 3), "p90": round(percentile(lags, 0.9), 3),
                       "p99": round(percentile(lags, 0.99), 3), "max": round(lags[-1], 3) if lags else None},
             "poll_ms": poll_ms, "observer_polls": outcome["polls"],
             "deriver_passes": passes, "deriver_crash_derivations": derived,
-            "crashes_per_pass": round(derived / passes, 1) if passes else None,
+            "derivations_per_pass": round(derived / passes, 1) if passes else None,
             "calls_per_crash": round(sum(calls.values()) / n, 2) if n else None,
             "calls_per_crash_not_idle": round((sum(calls.values()) - by_role.get("idle", 0)) / n, 2) if n else None,
             "calls_per_crash_by_role": {role: round(c / n, 2) for role, c in sorted(by_role.items())} if n else {},
@@ -211,17 +216,18 @@ def run(url, rate, seconds, collectors, processors, poll_ms):
 
 def _print(result):
     lag = result["lag_s"]
-    print(f"rate asked {result['rate_asked']}/s: processed {result['processed']} saved in {result['seconds']} s "
-          f"({result['processed_per_s']}/s; the processors stopped {result['elapsed_s']} s after the start); seen counted {result['seen']}, never seen {result['never_seen']}, "
+    print(f"rate asked {result['rate_asked']}/s: {result['saved_raw']} saved raw in {result['seconds']} s "
+          f"({result['saved_raw_per_s']}/s), {result['processed']} saved processed ({result['processed_per_s']}/s; "
+          f"the processors stopped {result['elapsed_s']} s after the start); seen counted {result['seen']}, never seen {result['never_seen']}, "
           f"records waiting at the end {result['waiting_at_end']} (lag {result['lag_at_end_s']} s)")
     print(f"ack -> processed facts counted: p50 {lag['p50']} s, p90 {lag['p90']} s, p99 {lag['p99']} s, "
           f"max {lag['max']} s (observer polls every {result['poll_ms']} ms, {result['observer_polls']} polls)")
-    print(f"deriver passes {result['deriver_passes']} ({result['crashes_per_pass']} crashes a pass, "
-          f"{result['deriver_crash_derivations']} crash derivations: a crash's raw and processed saves may "
-          f"be derived apart); failures {result['deriver_failures']}")
+    print(f"deriver passes {result['deriver_passes']}: {result['deriver_crash_derivations']} crash derivations, "
+          f"{result['derivations_per_pass']} a pass (a crash's raw and processed saves may be derived apart, "
+          f"and crashes saved raw but not yet processed count too); failures {result['deriver_failures']}")
     roles = ", ".join(f"{role} {v}" for role, v in result["calls_per_crash_by_role"].items())
-    print(f"backend calls per crash {result['calls_per_crash']}, {result['calls_per_crash_not_idle']} without "
-          f"the processors' empty polls ({roles})")
+    print(f"backend calls per processed crash {result['calls_per_crash']}, {result['calls_per_crash_not_idle']} "
+          f"without the processors' empty polls ({roles}; other: the backend's overlap threads, for any role)")
 
 
 def main(argv=None):

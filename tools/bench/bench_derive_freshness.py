@@ -161,6 +161,8 @@ def run(url, rate, seconds, collectors, processors, poll_ms):
                     delay = start + n / rate - time.monotonic()
                     if delay > 0:
                         time.sleep(delay)
+                    if time.monotonic() >= stop:  # its slot fell after the window: the rate stays as asked
+                        return
                 raw, dumps, cid, _sig = item
                 store.save_raw_crash(raw, dumps, cid)
                 with lock:
@@ -254,6 +256,8 @@ def main(argv=None):
         parser.error(f"--rate: not a number or comma-separated numbers: {args.rate!r}")
     if not rates or any(r < 0 for r in rates):
         parser.error(f"--rate: want rates >= 0: {args.rate!r}")
+    if args.seconds <= 0 or args.poll_ms <= 0:
+        parser.error("--seconds and --poll-ms must be > 0")
     if args.thrift2 and not args.local_hbase:
         parser.error("--thrift2 needs --local-hbase (or give --url hbase://H:P?api=thrift2)")
     results, hbase = [], None

@@ -29,8 +29,8 @@ from socorro_store.schema import derived_keys as D
 from socorro_store.schema import keys as K
 from socorro_store.schema import ranking_keys as RK
 
-#: metrics columns the deriver does not own (detected live, per interval)
-LIVE_METRICS = (b"counters:submitted_crash_report_hang_pairs", b"counters:unique_crash_signatures")
+#: metrics columns the deriver does not own (detected live, per pair)
+LIVE_METRICS = (b"counters:submitted_crash_report_hang_pairs",)
 
 
 @pytest.fixture
@@ -42,12 +42,20 @@ def store(backend_url):
 
 
 def truth(backend):
-    """``{(table, row, column): count}`` computed from the crash rows alone."""
+    """``{(table, row, column): count}`` computed from the crash rows alone; an interval's unique
+    signatures are the signatures with a crash in it."""
     incs = []
     for _row, cells in backend.scan(K.CRASH_REPORTS, columns=counter_deriver.ROW_COLUMNS):
         if K.COL_OOID in cells:
             incs += stored_counts(cells)
-    return {(i.table, i.row, i.column): i.amount for i in coalesce(incs)}
+    out = {(i.table, i.row, i.column): i.amount for i in coalesce(incs)}
+    unique = {}
+    for (table, _row, column), n in out.items():
+        interval = counter_deriver._interval_row(column) if table == K.SIGNATURES else None
+        if interval is not None and n > 0:
+            unique[interval] = unique.get(interval, 0) + 1
+    out.update({(K.METRICS, row, counter_deriver.UNIQUE_COLUMN): n for row, n in unique.items()})
+    return out
 
 
 def derived(backend):

@@ -15,7 +15,9 @@ are gone.  One process at a time, under the lease (``~derive/lease``), derives:
    (:func:`~.contributions.facts_of`, capped by the registry) are compared with the facts it is
    counted under; the difference, summed over the batch, is the batch's change of every counter
    (slack rows of closed days included);
-4. it reads those counters, adds the change, and writes the batch, absolute values, the crashes'
+4. it reads those counters, adds the change (an interval's ``unique_crash_signatures`` moves
+   when one of its signature counters goes from 0 to positive or back), and writes the batch,
+   absolute values, the crashes'
    new counted facts and the records consumed, to the lease row's journal, fenced by the lease
    (a check-and-put against its own lease value: a deriver that lost its lease writes nothing);
 5. it applies the journal: the counter cells and counted facts are put, the records' marks
@@ -44,11 +46,12 @@ from ..backends import RowMutation
 from ..errors import BackendError, BackendUnavailable, ConfigError, InvalidArgument, TableNotFound
 from ..schema import change_keys as C
 from ..schema import derived_keys as D
+from ..schema import dimension_keys as DK
 from ..schema import keys as K
 from ..schema.specs import SALTS
 from .contributions import COLUMNS as FACT_COLUMNS
 from .contributions import capped, facts_of, increments_of
-from .counters import coalesce, slack_increments
+from .counters import UNIQUE_SIGNATURES, coalesce, slack_increments
 from .dimensions import Dimensions
 from .row_lease import RowLease
 from .states import socorro_queue_counter_exists
@@ -212,6 +215,22 @@ def waiting(backend, limit=10_000):
         made = C.stamp_time_ns(stamp)
         oldest = made if oldest is None else min(oldest, made)
     return count, (None if oldest is None else max(0.0, (time.time_ns() - oldest) / 1e9))
+
+
+UNIQUE_COLUMN = K.counter_column(UNIQUE_SIGNATURES)
+_INTERVAL_PREFIXES = tuple(prefix.encode("ascii") for prefix in K.SIGNATURE_LEVELS.values())
+
+
+def _interval_row(column):
+    """The metrics row of a plain signature interval column (``counters:daily_2016-09-18`` ->
+    ``2016-09-18``), or None for a dimensioned one (unique signatures are counted plain)."""
+    if DK.SEPARATOR in column:
+        return None
+    qualifier = column.partition(b":")[2]
+    for prefix in _INTERVAL_PREFIXES:
+        if qualifier.startswith(prefix):
+            return qualifier[len(prefix):]
+    return None
 
 
 def _read_counter(raw):
@@ -391,21 +410,38 @@ class CounterDeriver:
         return n
 
     def _absolute(self, changes):
-        """``[(table, row, column, value)]``: each changed counter's current value plus its change."""
+        """``[(table, row, column, value)]``: each changed counter's current value plus its
+        change, and the unique signatures of each interval whose signature count went from
+        nothing to something (or back): a signature counts in an interval's
+        ``unique_crash_signatures`` exactly while its interval counter is positive."""
+        unique = {(K.METRICS, row, UNIQUE_COLUMN) for inc in changes if inc.table == K.SIGNATURES
+                  for row in [_interval_row(inc.column)] if row is not None}
         wanted = {}
-        for inc in changes:
-            rows, columns = wanted.setdefault(inc.table, ({}, set()))
-            rows.setdefault(inc.row, []).append(inc)
-            columns.add(inc.column)
+        for table, row, column in [(inc.table, inc.row, inc.column) for inc in changes] + sorted(unique):
+            rows, columns = wanted.setdefault(table, (set(), set()))
+            rows.add(row)
+            columns.add(column)
         current = {}
 
         def reader(table, rows, columns):
-            return lambda: current.__setitem__(table, self.backend.get_rows(table, list(rows), columns=sorted(columns)))
+            return lambda: current.__setitem__(table, self.backend.get_rows(table, sorted(rows), columns=sorted(columns)))
 
         self.backend.overlap([reader(table, rows, columns) for table, (rows, columns) in wanted.items()])
-        return [(inc.table, inc.row, inc.column,
-                 _read_counter(current[inc.table].get(inc.row, {}).get(inc.column)) + inc.amount)
-                for inc in changes]
+
+        def now(table, row, column):
+            return _read_counter(current[table].get(row, {}).get(column))
+
+        values = {}
+        for inc in changes:
+            key = (inc.table, inc.row, inc.column)
+            was = now(*key)
+            values[key] = was + inc.amount
+            interval = _interval_row(inc.column) if inc.table == K.SIGNATURES else None
+            moved = (values[key] > 0) - (was > 0)
+            if interval is not None and moved:
+                cell = (K.METRICS, interval, UNIQUE_COLUMN)
+                values[cell] = values.get(cell, now(*cell)) + moved
+        return [(*key, value) for key, value in values.items()]
 
     def _apply(self, cells, moved, consumed):
         """Put a batch (see :func:`~socorro_store.schema.derived_keys.encode_journal`)."""

@@ -30,10 +30,11 @@ save whose check-and-put applies sends it:
   not counted again.  So a counter moves only for a pointer this store dequeued, and after
   ``reconcile-queue`` set the counters to the pointers there are, they stay equal to them.
 
-On a cut-over store (:mod:`.counter_deriver`) the signature, processing-error and dimension
-counts are not the save's: it writes a change record, and the deriver moves the crash from
-what it was counted under to what its row holds, so the reprocessing checks above are not made
-(their cells go with the row).  The queue counters and the first-seen detection stay here.
+On a cut-over store (:mod:`.counter_deriver`) the signature, processing-error, dimension and
+unique-signature counts are not the save's: it writes a change record, and the deriver moves
+the crash from what it was counted under to what its row holds, so the reprocessing checks
+above are not made (their cells go with the row), nor is the first-seen detection.  The queue
+counters stay here.
 
 A save that loses a check counted nothing for it: another save of the same crash did.  (Two
 processors that give one crash different signatures leave it counted under the first one to
@@ -253,8 +254,10 @@ def _write_processed(backend, crashes, live_counters, known):
     for plan in stored:
         increments += plan.increments
         fresh += plan.fresh
-    calls = [lambda: live_counters.send(
-        increments, lambda: counters.first_seen(backend, fresh, live_counters.seen_markers))]
+    # first-seen detection counts unique signatures live; the deriver counts them from the
+    # signature counters it writes
+    detect = None if derived else (lambda: counters.first_seen(backend, fresh, live_counters.seen_markers))
+    calls = [lambda: live_counters.send(increments, detect)]
     if failed is None and plans:
         cleanup = {table: [m for p in plans for m in p.cleanup[table]] for table in plans[0].cleanup}
         cleanup[K.UNPROCESSED_FLAG] += claims_done_mutations([row for p in plans for row in p.claims_done])

@@ -12,7 +12,7 @@ with their processed part.  Each rate runs on fresh tables of a store created by
 so it is cut over to the deriver from its creation on.
 
     PYTHONPATH=. python tools/bench/bench_derive_freshness.py --rate 50 --seconds 30
-    PYTHONPATH=. python tools/bench/bench_derive_freshness.py --rate 0 --seconds 30   # the most it sustains
+    PYTHONPATH=. python tools/bench/bench_derive_freshness.py --rate 0 --seconds 30   # unpaced: the most the saves reach
     PYTHONPATH=. python tools/bench/bench_derive_freshness.py --rate 50,0 --local-hbase /tmp/h --thrift2
     PYTHONPATH=. python tools/bench/bench_derive_freshness.py --url hbase://localhost:9090
 
@@ -21,8 +21,8 @@ through its Thrift1 server, or its Thrift2 server with ``--thrift2``; several ra
 (``--rate 50,0``) run one after the other on one server.
 
 Prints, per rate: the rate asked and reached, the lag's median, p90, p99 and max, the crashes
-never seen counted, the records still waiting at the end, the deriver's passes and crashes per
-pass, and the backend calls per processed crash of the whole run (the saving process's, by the
+never seen counted, the records still waiting at the end, the deriver's passes and crash
+derivations per pass, and the backend calls per processed crash of the whole run (the saving process's, by the
 role of the thread that made them, until the observer has seen every crash counted or given up;
 unpaced, collectors run ahead of processors, so those calls include raw saves never processed in
 the run); ``--json`` for one JSON document.

@@ -376,3 +376,19 @@ def test_cut_over_is_refused_beside_socorros_own_code_and_writes_nothing(embedde
             store.cut_over_counters()
         assert counter_deriver.cut_over_at(store.backend) is None
         assert list(store.backend.scan(K.DERIVED)) == []
+
+
+def test_a_backlog_grows_the_passes(embedded_url):
+    """Passes that come back full read twice as many records the next time (up to MAX_BATCH):
+    a backlog is worked off in few passes, not a batch a pass."""
+    from socorro_store.crashstore.dimensions import Dimensions
+
+    with open_store(embedded_url, search_url="none") as store:
+        store.create_tables()
+        _ingest(store, 40, random.Random(13))  # 40 raw saves and 30 processed: 70 records
+        deriver = counter_deriver.CounterDeriver(store.backend, Dimensions().admitter(store.backend),
+                                                 background=False, batch=2)
+        assert deriver.catch_up(timeout=30)
+        assert deriver.passes <= 8  # 2 + 4 + 8 + 16 + 32 + ... (70 passes at a batch a pass)
+        deriver.close()
+        assert derived(store.backend) == truth(store.backend) != {}

@@ -62,6 +62,8 @@ LEASE_SECONDS = 30.0
 PENDING_SECONDS = 120.0
 #: records read per pass
 BATCH = 200
+#: records read per pass while passes come back full (a backlog)
+MAX_BATCH = 3200
 IDLE_SECONDS = 0.5
 #: how long a deriver woken by a save (or busy with fewer records than a batch) waits for more
 #: saves before its pass: a derived fact is visible about this much after its save, at most
@@ -252,6 +254,7 @@ class CounterDeriver:
         self.lease = RowLease(backend, K.DERIVED, D.LEASE_ROW, D.COL_LEASE, holder, lease_seconds,
                               extra_columns=[D.COL_JOURNAL])
         self.batch, self.pending_ns = batch, int(pending_seconds * 1e9)
+        self._size, self._full = batch, False  # the last pass's size, and whether it came back full
         self._resume = b""
         self._lock = threading.Lock()  # one pass at a time in this process
         self._stop = threading.Event()
@@ -282,14 +285,18 @@ class CounterDeriver:
         return True
 
     def _read_records(self):
+        # a backlog grows the pass (up to MAX_BATCH): a pass costs about the same calls for 200
+        # records as for 2,000, so full passes would otherwise cap derivation at a batch a pass
+        size = self._size = min(MAX_BATCH, self._size * 2) if self._full else self.batch
         start = self._resume
         found = list(self.backend.scan(K.CHANGES, start=start or None, stop=C.RECORDS_STOP,
-                                       columns=[K.COL_CHANGE_DERIVE], limit=self.batch))
-        if len(found) < self.batch and start:
+                                       columns=[K.COL_CHANGE_DERIVE], limit=size))
+        self._full = len(found) == size
+        if len(found) < size and start:
             found += self.backend.scan(K.CHANGES, start=None, stop=start, columns=[K.COL_CHANGE_DERIVE],
-                                       limit=self.batch - len(found))
+                                       limit=size - len(found))
             self._resume = b""
-        elif len(found) == self.batch:
+        elif len(found) == size:
             self._resume = found[-1][0] + b"\x00"
         else:
             self._resume = b""
@@ -520,7 +527,7 @@ class CounterDeriver:
             elif not self._resume:  # a whole sweep of the records
                 if result["records"] == result["kept"]:
                     return True  # only saves still in flight are left: not ours to wait for
-                if result["records"] < self.batch and not self._waiting_until(target):
+                if not self._full and not self._waiting_until(target):
                     return True  # what is left was made after the target
             if time.monotonic() > deadline:
                 return False
@@ -556,7 +563,7 @@ class CounterDeriver:
             try:
                 result = self.derive_pass()
                 busy = result is not None and result["records"] > result["kept"]
-                full = result is not None and (result["records"] >= self.batch or self._resume)
+                full = result is not None and (self._full or self._resume)
                 self.last_error = None
             except (BackendUnavailable, BackendError, TableNotFound) as exc:
                 self.failures += 1

@@ -307,7 +307,7 @@ def test_the_global_search_url_option_reaches_every_command(tmp_path):
 
     def status(*options):
         result = CliRunner().invoke(main, ["--url", url, *options, "queue", "status"], catch_exceptions=False)
-        return result.stdout.splitlines()[-1]
+        return next(line for line in result.stdout.splitlines() if line.startswith("search"))
 
     assert status() == "search feed: 0 changes waiting, 2 crashes indexed"
     assert status("--search-url", "none").startswith("search (not configured) feed:")

@@ -169,7 +169,7 @@ def test_create_text_output_names_unsplit_tables_once(url):
     lines = result.output.splitlines()
     notes = [line for line in lines if line.startswith("not pre-split")]
     assert len(notes) == 1 and "Thrift1" in notes[0]
-    assert f"socorro-store tables ddl --table-prefix {prefix_of(url)} crash_report_changes crash_reports " in notes[0]
+    assert f"socorro-store tables ddl --table-prefix {prefix_of(url)} crash_report_changes crash_report_derived crash_reports " in notes[0]
     again = run(url, "tables", "create")  # nothing created: nothing to say about splits
     assert again.exit_code == 0 and "pre-split" not in again.output
     ddl = run(url, "tables", "ddl", "--table-prefix", prefix_of(url), "crash_reports", "metrics").output

@@ -136,18 +136,28 @@ class CrashStore:
 
     def flush_counters(self):
         """Send pending counter increments now: wait for the background sender, and flush the
-        ``counter_flush_ms`` buffer (a no-op with neither); and feed the search index until it
-        holds this store's saves (:meth:`settle`)."""
+        ``counter_flush_ms`` buffer (a no-op with neither); derive the counters of a cut-over
+        store until caught up; and feed the search index until it holds this store's saves
+        (:meth:`settle`)."""
         flushed = self.live_counters.flush()
+        self._catch_up_derivation()
         self.search.settle()
         return flushed
 
     def settle(self, timeout=30.0):
-        """Wait until this store's saves are in every derived view: its counters sent, and the
-        search index fed (inline where no other process holds the feed lease; never longer than
-        ``timeout`` seconds for the search).  Returns whether the search caught up."""
+        """Wait until this store's saves are in every derived view: its counters sent or derived,
+        and the search index fed (inline where no other process holds the lease; never longer
+        than ``timeout`` seconds for each).  Returns whether the search caught up."""
         self.live_counters.flush()
+        self._catch_up_derivation(timeout)
         return self.search.settle(timeout)
+
+    def _catch_up_derivation(self, timeout=30.0):
+        """Derive what any process left waiting (not only this store's saves: a store's reads
+        settle those alone), inline when the lease is free, else by waiting for its holder."""
+        deriver = self.live_counters.deriver()
+        if deriver is not None:
+            deriver.catch_up(timeout)
 
     def cut_over_counters(self, progress=None, now=None):
         """Move this store's counters to the deriver (:func:`.counter_deriver.cut_over`): from

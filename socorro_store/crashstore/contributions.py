@@ -20,8 +20,9 @@ from ..schema.crash_facts import stored_process_type, stored_processing_error
 from ..schema.stored import stored_legacy, stored_processed, stored_time
 from . import counters
 
-#: the crash-row columns :func:`facts_of` reads
-COLUMNS = (b"flags", K.COL_SUBMITTED, K.COL_SIGNATURE, K.COL_META)
+#: the crash-row columns :func:`facts_of` reads (small cells only: a raw crash counts here only
+#: when this store's collector wrote it, with ``flags:process_type``, so the annotations are not needed)
+COLUMNS = (b"flags", K.COL_SUBMITTED, K.COL_SIGNATURE)
 
 
 def facts_of(cells):

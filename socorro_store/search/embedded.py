@@ -1,4 +1,4 @@
-"""The embedded search engine: Super Search on one SQLite file (stdlib ``sqlite3``).
+"""The embedded search engine: Super Search on one SQLite file (stdlib ``sqlite3``, opened through :mod:`socorro_store.engine.sqlite_files`).
 
 ``EmbeddedSearch(path)`` keeps its documents in the file at ``path`` (created 0600 with its
 directory; WAL mode, so many readers go on while one writer indexes).  The schema and the query
@@ -21,11 +21,11 @@ the store's default) a commit survives a killed process, with ``sync="full"`` al
 import contextlib
 import json
 import os
-import sqlite3
 import threading
 import time
 from datetime import datetime
 
+from ..engine.sqlite_files import SQLiteError, SQLiteOperationalError, connect_wal
 from ..errors import SearchParameterError, SearchUnavailable
 from . import embedded_sql as q
 from .contract import MAX_FACETS_SIZE, SearchEngine, empty_response
@@ -76,18 +76,14 @@ class EmbeddedSearch(SearchEngine):
                     conn.execute("ROLLBACK")
                     raise
             self._analyzed = self._since_analyze = None  # read by the first index()
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, SQLiteError) as exc:
             self.close()
             raise SearchUnavailable(f"search index {self.path}: {exc}") from None
 
     # --- connections ---------------------------------------------------------------------
 
     def _connect(self):
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                               check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={self.sync}")
-        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        conn = connect_wal(self.path, BUSY_TIMEOUT_MS, self.sync)
         conn.execute("PRAGMA temp_store=MEMORY")
         conn.execute("PRAGMA cache_size=-32768")
         conn.execute("PRAGMA mmap_size=268435456")
@@ -112,7 +108,7 @@ class EmbeddedSearch(SearchEngine):
         if pair is None:
             try:
                 pair = self._connect()
-            except sqlite3.Error as exc:
+            except SQLiteError as exc:
                 raise SearchUnavailable(f"search index {self.path}: {exc}") from None
         try:
             yield pair
@@ -156,7 +152,7 @@ class EmbeddedSearch(SearchEngine):
         for conn, _ctx in connections:
             try:
                 conn.close()
-            except sqlite3.Error:
+            except SQLiteError:
                 pass
 
     # --- writes --------------------------------------------------------------------------
@@ -190,7 +186,7 @@ class EmbeddedSearch(SearchEngine):
                     raise
                 if self._since_analyze >= max(10_000, self._analyzed):
                     self._analyze(conn)
-            except sqlite3.Error as exc:
+            except SQLiteError as exc:
                 raise SearchUnavailable(f"search index {self.path}: {exc}") from None
 
     def _analyze(self, conn):
@@ -219,7 +215,7 @@ class EmbeddedSearch(SearchEngine):
                 except BaseException:
                     conn.execute("ROLLBACK")
                     raise
-            except sqlite3.Error as exc:
+            except SQLiteError as exc:
                 raise SearchUnavailable(f"search index {self.path}: {exc}") from None
 
     def _writer_conn(self):
@@ -269,7 +265,7 @@ class EmbeddedSearch(SearchEngine):
         try:
             with self._reading() as (conn, _ctx):
                 return conn.execute("SELECT count(*) FROM docs").fetchone()[0]
-        except sqlite3.Error as exc:
+        except SQLiteError as exc:
             raise SearchUnavailable(f"search index {self.path}: {exc}") from None
 
     def crash_ids(self, start=None, end=None):
@@ -285,7 +281,7 @@ class EmbeddedSearch(SearchEngine):
         try:
             with self._reading() as (conn, _ctx):
                 return [row[0] for row in conn.execute(sql, params).fetchall()]
-        except sqlite3.Error as exc:
+        except SQLiteError as exc:
             raise SearchUnavailable(f"search index {self.path}: {exc}") from None
 
     def stats(self):
@@ -344,12 +340,12 @@ class EmbeddedSearch(SearchEngine):
                 conn.set_progress_handler(None, 0)
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
-        except (sqlite3.OperationalError, q.Budget) as exc:
+        except (SQLiteOperationalError, q.Budget) as exc:
             if expired() or isinstance(exc, q.Budget) or "interrupted" in str(exc):
                 raise SearchParameterError(
                     "query", f"too expensive: stopped after {self.budget_seconds:g} s") from None
             raise SearchUnavailable(f"search index {self.path}: {exc}") from None
-        except sqlite3.Error as exc:
+        except SQLiteError as exc:
             raise SearchUnavailable(f"search index {self.path}: {exc}") from None
         finally:
             conn.set_progress_handler(None, 0)

@@ -99,3 +99,40 @@ def forget_counted(backend, crash_ids):
     the counts of closed days stay when their crashes go)."""
     if crash_ids:
         backend.mutate_rows(K.DERIVED, [RowMutation(D.counted_row(cid), delete_row=True) for cid in crash_ids])
+
+
+def read_records(backend, column, start, size):
+    """Up to ``size`` records holding ``column`` (a consumer's cell), from ``start`` on and then
+    wrapping round to the first: ``({crash id: [(key, stamp, value)]}, resume, full)``, where
+    ``resume`` is where the next read starts (empty: from the first) and ``full`` whether the
+    read found ``size`` records.  Rows that are not records are left alone."""
+    found = list(backend.scan(K.CHANGES, start=start or None, stop=C.RECORDS_STOP, columns=[column], limit=size))
+    full = len(found) == size
+    if not full and start:
+        found += backend.scan(K.CHANGES, start=None, stop=start, columns=[column], limit=size - len(found))
+        resume = b""
+    else:
+        resume = found[-1][0] + b"\x00" if full else b""
+    records = {}
+    for key, cells in found:
+        try:
+            crash_id, stamp = C.parse_change_record_key(key)
+        except InvalidArgument:
+            continue
+        records.setdefault(crash_id, []).append((key, stamp, cells.get(column)))
+    return records, resume, full
+
+
+def records_waiting(backend, column, limit=10_000):
+    """``(records holding column, age in seconds of the oldest, or None)``: how far a consumer
+    lags, from one bounded scan (up to ``limit`` counted)."""
+    oldest, count = None, 0
+    for key, _cells in backend.scan(K.CHANGES, stop=C.RECORDS_STOP, columns=[column], limit=limit):
+        try:
+            stamp = C.parse_change_record_key(key)[1]
+        except InvalidArgument:
+            continue
+        count += 1
+        made = C.stamp_time_ns(stamp)
+        oldest = made if oldest is None else min(oldest, made)
+    return count, (None if oldest is None else max(0.0, (time.time_ns() - oldest) / 1e9))

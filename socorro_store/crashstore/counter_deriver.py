@@ -49,6 +49,7 @@ from ..schema import derived_keys as D
 from ..schema import dimension_keys as DK
 from ..schema import keys as K
 from ..schema.specs import SALTS
+from . import change_records
 from .contributions import COLUMNS as FACT_COLUMNS
 from .contributions import capped, facts_of, increments_of
 from .counters import UNIQUE_SIGNATURES, coalesce, slack_increments
@@ -207,16 +208,7 @@ def cut_over(backend, admitted, now, progress=None, page=500):
 
 def waiting(backend, limit=10_000):
     """``(records waiting, age in seconds of the oldest or None)`` for the deriver."""
-    oldest, count = None, 0
-    for key, _cells in backend.scan(K.CHANGES, stop=C.RECORDS_STOP, columns=[K.COL_CHANGE_DERIVE], limit=limit):
-        try:
-            stamp = C.parse_change_record_key(key)[1]
-        except InvalidArgument:
-            continue
-        count += 1
-        made = C.stamp_time_ns(stamp)
-        oldest = made if oldest is None else min(oldest, made)
-    return count, (None if oldest is None else max(0.0, (time.time_ns() - oldest) / 1e9))
+    return change_records.records_waiting(backend, K.COL_CHANGE_DERIVE, limit)
 
 
 UNIQUE_COLUMN = K.counter_column(UNIQUE_SIGNATURES)
@@ -287,26 +279,9 @@ class CounterDeriver:
     def _read_records(self):
         # a backlog grows the pass (up to MAX_BATCH): a pass costs about the same calls for 200
         # records as for 2,000, so full passes would otherwise cap derivation at a batch a pass
-        size = self._size = min(MAX_BATCH, self._size * 2) if self._full else self.batch
-        start = self._resume
-        found = list(self.backend.scan(K.CHANGES, start=start or None, stop=C.RECORDS_STOP,
-                                       columns=[K.COL_CHANGE_DERIVE], limit=size))
-        self._full = len(found) == size
-        if len(found) < size and start:
-            found += self.backend.scan(K.CHANGES, start=None, stop=start, columns=[K.COL_CHANGE_DERIVE],
-                                       limit=size - len(found))
-            self._resume = b""
-        elif len(found) == size:
-            self._resume = found[-1][0] + b"\x00"
-        else:
-            self._resume = b""
-        records = {}
-        for key, cells in found:
-            try:
-                crash_id, stamp = C.parse_change_record_key(key)
-            except InvalidArgument:
-                continue  # not ours: left alone
-            records.setdefault(crash_id, []).append((key, stamp, cells.get(K.COL_CHANGE_DERIVE)))
+        self._size = min(MAX_BATCH, self._size * 2) if self._full else self.batch
+        records, self._resume, self._full = change_records.read_records(self.backend, K.COL_CHANGE_DERIVE,
+                                                                        self._resume, self._size)
         return records
 
     def _ready(self, records, rows):

@@ -36,6 +36,7 @@ from ..schema import change_keys as C
 from ..schema import keys as K
 from ..schema.stored import stored_time
 from ..search.fields import document_of
+from . import change_records
 from .row_lease import RowLease
 
 log = logging.getLogger(__name__)
@@ -116,16 +117,7 @@ def dead_lettered(backend, limit=100):
 def pending_changes(backend, limit=10_000):
     """``(records waiting, age in seconds of the oldest, or None)``: how far the feed lags, from
     one bounded scan of the change records (up to ``limit`` counted)."""
-    oldest, count = None, 0
-    for key, _cells in backend.scan(K.CHANGES, start=None, stop=C.RECORDS_STOP, columns=[K.COL_CHANGE_ID], limit=limit):
-        try:
-            stamp = C.parse_change_record_key(key)[1]
-        except InvalidArgument:
-            continue
-        count += 1
-        made = C.stamp_time_ns(stamp)
-        oldest = made if oldest is None else min(oldest, made)
-    return count, (None if oldest is None else max(0.0, (time.time_ns() - oldest) / 1e9))
+    return change_records.records_waiting(backend, K.COL_CHANGE_ID, limit)
 
 
 class SearchFeed:
@@ -161,25 +153,9 @@ class SearchFeed:
 
     # -- one pass -------------------------------------------------------------------------
     def _read_records(self):
-        start = self._resume
-        found = list(self.backend.scan(K.CHANGES, start=start or None, stop=C.RECORDS_STOP, columns=[K.COL_CHANGE_ID],
-                                       limit=self.batch))
-        if len(found) < self.batch and start:
-            found += self.backend.scan(K.CHANGES, start=None, stop=start, columns=[K.COL_CHANGE_ID],
-                                       limit=self.batch - len(found))
-            self._resume = b""
-        elif len(found) == self.batch:
-            self._resume = found[-1][0] + b"\x00"
-        else:
-            self._resume = b""
-        records = {}
-        for key, _cells in found:
-            try:
-                crash_id, stamp = C.parse_change_record_key(key)
-            except InvalidArgument:
-                continue  # not ours: left alone
-            records.setdefault(crash_id, []).append((key, stamp))
-        return records
+        records, self._resume, _full = change_records.read_records(self.backend, K.COL_CHANGE_ID, self._resume,
+                                                                   self.batch)
+        return {cid: [(key, stamp) for key, stamp, _value in recs] for cid, recs in records.items()}
 
     def feed_pass(self):
         """One pass over up to ``batch`` records (see the module docstring); returns

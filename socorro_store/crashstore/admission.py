@@ -102,6 +102,34 @@ def admit(backend, row, value, cap):
     return value in view.values, view
 
 
+def admit_many(backend, wanted):
+    """Admit many values at once: ``wanted`` {row: (values in arrival order, cap)}; returns {row:
+    :class:`RegistryRow` as now held, or None where a claim was lost (read the row again)}.
+
+    One read of every row and one ``check_and_put_many`` of the slots claimed, whatever the
+    number of values, instead of :func:`admit`'s read and check-and-put per value.  Values are
+    admitted in order while their row has room; a claim lost to another process leaves its
+    value (and those after it) to :func:`admit`."""
+    found = backend.get_rows(SIGNATURES_SEEN, sorted(wanted), columns=[b"seen"])
+    views, claims = {}, []
+    for row, (values, cap) in wanted.items():
+        view = views[row] = RegistryRow(found.get(row, {}))
+        for value in values:
+            if value in view.values:
+                continue
+            index = view.free_slot(value, cap)
+            if index is None:
+                break
+            view.add(index, value)
+            claims.append((row, DK.registry_slot(index), value))
+    won = backend.check_and_put_many(SIGNATURES_SEEN, [(row, column, None, {column: value.encode("utf-8")})
+                                                       for row, column, value in claims]) if claims else []
+    for (row, _column, _value), applied in zip(claims, won):
+        if not applied:
+            views[row] = None
+    return views
+
+
 def _plan(view, wanted, cap):
     """``(claims, deletes)`` making ``view``'s row hold ``wanted``: claims ``[(index, value now
     there or None, value)]`` (each wanted value not in a slot, put in the slot of a value not

@@ -11,7 +11,12 @@ facts as counted and applies the difference), counts it alike.
 
 Not included: the queue counters (moved by whoever takes each pointer), the hang pair (a pair of
 two crash rows) and the unique signatures of an interval (a per-interval marker).
+
+:func:`pointers_of` gives the index pointers the same facts imply that the deriver writes (the
+signature index and the legacy time index): a cut-over store's saves write neither.
 """
+
+from datetime import datetime
 
 from ..backends import Increment
 from ..schema import dimension_keys as DK
@@ -67,6 +72,20 @@ def capped(facts, admitted):
     return out
 
 
+def registry_questions(facts_list):
+    """``[(field, value, product)]``: what capping each of ``facts_list`` (uncapped, in order)
+    may ask ``admitted`` (:func:`capped`), a version as if its product were admitted."""
+    asked = []
+
+    def record(field, value, product):
+        asked.append((field, value, product))
+        return True
+
+    for facts in facts_list:
+        capped(facts, record)
+    return asked
+
+
 def increments_of(facts, amount=1):
     """The metrics and signature counter increments (times ``amount``) of ``facts``."""
     if facts is None:
@@ -83,6 +102,29 @@ def increments_of(facts, amount=1):
     if amount == 1:
         return incs
     return [Increment(inc.table, inc.row, inc.column, inc.amount * amount) for inc in incs]
+
+
+def pointers_of(crash_id, facts):
+    """``{(table, row): puts}``: the derived index pointers of ``facts`` (a crash's, as counted):
+    ``legacy_submitted_time`` for a raw crash of this store's collector with legacy_processing 0,
+    ``signature_ooid`` for a crash this store processed, the same keys as
+    :func:`~socorro_store.jobs.scrutiny.expected_pointers` expects."""
+    if facts is None:
+        return {}
+    submitted, ooid, out = datetime.fromisoformat(facts["t"]), {K.COL_OOID: crash_id.encode("ascii")}, {}
+    if facts["raw"] is not None and facts["raw"][0] == 0:
+        out[(K.LEGACY_SUBMITTED_TIME, K.time_index_key(crash_id, submitted))] = ooid
+    if facts["proc"] is not None:
+        out[(K.SIGNATURE_OOID, K.signature_index_key(facts["proc"][0], submitted, crash_id))] = ooid
+    return out
+
+
+def pointer_moves(crash_id, was, now):
+    """``[(table, row, puts or None to delete)]``: what brings the derived pointers of a crash
+    counted under ``was`` to those of ``now`` (either None: no facts)."""
+    old, new = pointers_of(crash_id, was), pointers_of(crash_id, now)
+    return ([(table, row, None) for table, row in old if (table, row) not in new]
+            + [(table, row, puts) for (table, row), puts in new.items() if old.get((table, row)) != puts])
 
 
 def stored_counts(cells, amount=1):

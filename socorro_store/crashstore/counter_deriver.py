@@ -21,7 +21,9 @@ are gone.  One process at a time, under the lease (``~derive/lease``), derives:
    new counted facts and the records consumed, to the lease row's journal, fenced by the lease
    (a check-and-put against its own lease value: a deriver that lost its lease writes nothing);
 5. it applies the journal: the counter cells and counted facts are put, the records' marks
-   deleted, in one ``mutate_tables``.
+   deleted, in one ``mutate_tables``, with the moves of the pointers the facts imply (the
+   signature and legacy time indexes, :func:`~.contributions.pointer_moves`): the saves of a
+   cut-over store write neither.
 
 Exact, whatever is killed when: a save's counts are in its crash row, and its record outlives it
 until a batch that read the row after the record was written is applied.  A batch is applied
@@ -51,7 +53,7 @@ from ..schema import keys as K
 from ..schema.specs import SALTS
 from . import change_records
 from .contributions import COLUMNS as FACT_COLUMNS
-from .contributions import capped, facts_of, increments_of
+from .contributions import capped, facts_of, increments_of, pointer_moves, registry_questions
 from .counters import UNIQUE_SIGNATURES, coalesce, slack_increments
 from .dimensions import Dimensions
 from .row_lease import RowLease
@@ -140,7 +142,7 @@ def catch_up(backend, timeout=60.0):
     on a store not cut over."""
     if not enabled(backend):
         return True
-    deriver = CounterDeriver(backend, Dimensions().admitter(backend), background=False)
+    deriver = admitting_deriver(backend, Dimensions(), background=False)
     try:
         done = deriver.catch_up(timeout)
     finally:
@@ -148,6 +150,13 @@ def catch_up(backend, timeout=60.0):
     if not done:
         log.warning("derivation not caught up within %ss", timeout)
     return done
+
+
+def admitting_deriver(backend, dimensions, background):
+    """A :class:`CounterDeriver` of ``backend`` capping by ``dimensions`` (a
+    :class:`~.dimensions.Dimensions`), admitting new values by arrival."""
+    return CounterDeriver(backend, dimensions.admitter(backend), background=background,
+                          admit_many=lambda asked: dimensions.admit_many(backend, asked))
 
 
 def rederive_day(backend, day, admitted):
@@ -237,12 +246,14 @@ class CounterDeriver:
     """The deriver of one store (see the module docstring).
 
     ``admitted(field, value, product)``: the registry's cap (a store's
-    :class:`~.dimensions.Dimensions`).  ``background``: run a deriving thread.
+    :class:`~.dimensions.Dimensions`); ``admit_many([(field, value, product)])``, if given, is
+    called first with every question a batch will ask it (:meth:`~.dimensions.Dimensions.admit_many`:
+    the new values of a batch admitted in a few calls).  ``background``: run a deriving thread.
     """
 
     def __init__(self, backend, admitted, background=True, holder=None, batch=BATCH,
-                 lease_seconds=LEASE_SECONDS, pending_seconds=PENDING_SECONDS):
-        self.backend, self.admitted = backend, admitted
+                 lease_seconds=LEASE_SECONDS, pending_seconds=PENDING_SECONDS, admit_many=None):
+        self.backend, self.admitted, self.admit_many = backend, admitted, admit_many
         self.lease = RowLease(backend, K.DERIVED, D.LEASE_ROW, D.COL_LEASE, holder, lease_seconds,
                               extra_columns=[D.COL_JOURNAL])
         self.batch, self.pending_ns = batch, int(pending_seconds * 1e9)
@@ -329,23 +340,27 @@ class CounterDeriver:
         consumed])}``) to what their rows hold (steps 3 to 5 of the module docstring); False
         when the lease was lost (nothing written)."""
         counted = self.backend.get_rows(K.DERIVED, [D.counted_row(cid) for cid in ready], columns=[D.COL_COUNTED])
-        changes, moved = [], []
-        for crash_id, (cells, _keys) in ready.items():
+        facts = {crash_id: facts_of(cells) if cells is not None else None for crash_id, (cells, _keys) in ready.items()}
+        if self.admit_many is not None:
+            self.admit_many(registry_questions(facts.values()))
+        changes, moved, pointers = [], [], []
+        for crash_id in ready:
             was = D.decode_facts(counted.get(D.counted_row(crash_id), {}).get(D.COL_COUNTED))
-            now = capped(facts_of(cells), self.admitted) if cells is not None else None
+            now = capped(facts[crash_id], self.admitted)
             if now != was:
                 changes += increments_of(now) + increments_of(was, -1)
                 moved.append((crash_id, now))
+                pointers += pointer_moves(crash_id, was, now)
         consumed = [key for _cells, keys in ready.values() for key in keys]
         if not moved and not consumed:
             return True
         changes = coalesce(changes)
         changes = coalesce(changes + slack_increments(changes))
         cells = self._absolute(changes)
-        if not self.lease.put_fenced({D.COL_JOURNAL: D.encode_journal(cells, moved, consumed)}):
+        if not self.lease.put_fenced({D.COL_JOURNAL: D.encode_journal(cells, moved, consumed, pointers)}):
             return False
         self._journaled = True
-        self._apply(cells, moved, consumed)
+        self._apply(cells, moved, consumed, pointers)
         self.derived += len(ready)
         return True
 
@@ -425,7 +440,7 @@ class CounterDeriver:
                 values[cell] = values.get(cell, now(*cell)) + moved
         return [(*key, value) for key, value in values.items()]
 
-    def _apply(self, cells, moved, consumed):
+    def _apply(self, cells, moved, consumed, pointers=()):
         """Put a batch (see :func:`~socorro_store.schema.derived_keys.encode_journal`)."""
         puts = {}
         for table, row, column, value in cells:  # a counter down to 0 goes: no empty column stays
@@ -438,6 +453,9 @@ class CounterDeriver:
                                 if facts is not None else RowMutation(D.counted_row(cid), delete_row=True)
                                 for cid, facts in moved]
         mutations[K.CHANGES] = [RowMutation(key, deletes=[K.COL_CHANGE_DERIVE]) for key in consumed]
+        for table, row, puts in pointers:
+            mutations.setdefault(table, []).append(RowMutation(row, puts) if puts is not None
+                                                   else RowMutation(row, delete_row=True))
         self.backend.mutate_tables({table: m for table, m in mutations.items() if m})
 
     # -- catching up ----------------------------------------------------------------------

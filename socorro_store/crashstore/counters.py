@@ -495,8 +495,8 @@ class LiveCounters:
                 return None
             with self._deriver_lock:
                 if self._deriver is None:
-                    self._deriver = counter_deriver.CounterDeriver(
-                        self.backend, self.dimensions.admitter(self.backend), background=self._derive_background)
+                    self._deriver = counter_deriver.admitting_deriver(self.backend, self.dimensions,
+                                                                      background=self._derive_background)
         return self._deriver
 
     def changed(self, stamps):

@@ -9,6 +9,10 @@ Write order (DESIGN.md "Consistency": the harmless side first):
   beside ``flags:processed`` N -> Y (the check-and-put that decides who counts) -> the counters
   beside the deletes of the queue pointers (and a stale signature pointer).
 
+On a cut-over store (:mod:`.counter_deriver`) the saves write a change record with their
+pointers, and the deriver writes the signature and legacy_submitted_time pointers and every
+counter but the queue's from the crash rows.
+
 A pointer without its crash row is garbage that readers skip; a crash row without its queue
 pointer would be a lost crash, so the pointers always go first.  Every argument is validated, and
 every cell is built and size-checked, before the first write: bad input raises a typed error and
@@ -190,6 +194,7 @@ def write_raw(backend, crashes, live_counters):
     """
     index = {t: [] for t in (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG,
                              K.LEGACY_SUBMITTED_TIME, K.HANG_ID, K.HANG_ID_SUBMITTED_TIME)}
+    derived = live_counters.deriver() is not None
     for crash in crashes:
         key = K.time_index_key(crash.crash_id, crash.submitted)
         ooid = {K.COL_OOID: crash.crash_id.encode("ascii")}
@@ -197,13 +202,13 @@ def write_raw(backend, crashes, live_counters):
         index[K.UNPROCESSED_FLAG].append(RowMutation(key, dict(ooid)))
         if crash.legacy == 0:
             index[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(key, dict(ooid)))
-            index[K.LEGACY_SUBMITTED_TIME].append(RowMutation(key, dict(ooid)))
+            if not derived:  # else the deriver writes it, from the crash row
+                index[K.LEGACY_SUBMITTED_TIME].append(RowMutation(key, dict(ooid)))
         if crash.hang_id is not None:
             index[K.HANG_ID].append(RowMutation(K.hang_row_key(crash.hang_id),
                                                 {K.hang_column(crash.process_type): ooid[K.COL_OOID]}))
             index[K.HANG_ID_SUBMITTED_TIME].append(
                 RowMutation(key, {**ooid, K.COL_HANG: crash.puts[K.COL_HANG]}))
-    derived = live_counters.deriver() is not None
     stamps = []
     if derived:  # counted by the deriver from the crash row: a change record, with the pointers
         changes = change_records.new_records([crash.crash_id for crash in crashes], search=False, derive=b"S")

@@ -79,6 +79,43 @@ class Dimensions:
             self._rows[row] = (self._clock(), fresh)
             return value if admitted or kept else DK.OTHER
 
+    def admit_many(self, backend, asked):
+        """Admit in bulk the values of ``asked`` ``[(field, value, product)]`` (what capping a
+        batch of crashes will ask :meth:`value`, in arrival order) that are neither admitted nor
+        refused by a full row as last read: per round (products and OSes, then the versions of
+        admitted products), one read of their rows and one check-and-put call
+        (:func:`.admission.admit_many`).  The answers :meth:`value` then gives are the same, from
+        the rows read here; a value whose claim was lost is left to it."""
+        for fields in (("product", "os"), ("version",)):
+            wanted = {}
+            with self._lock:
+                for field, value, product in asked:
+                    if field not in fields or value in (DK.UNKNOWN, DK.OTHER):
+                        continue
+                    if field == "version" and not self._known(DK.registry_row("product"), product):
+                        continue  # asked only under an admitted product
+                    row = DK.registry_row(field, product if field == "version" else None)
+                    if not self._known(row, value, self.caps[field]):
+                        values = wanted.setdefault(row, ([], self.caps[field]))[0]
+                        if value not in values:
+                            values.append(value)
+            if wanted:
+                views = admission.admit_many(backend, wanted)
+                with self._lock:
+                    for row, view in views.items():
+                        if view is None:
+                            self._rows.pop(row, None)  # read again at its next use
+                        else:
+                            self._rows[row] = (self._clock(), view)
+
+    def _known(self, row, value, cap=None):
+        """Whether ``row`` as last read (and still trusted) holds ``value``, or (given ``cap``)
+        is full (under the lock)."""
+        found = self._rows.get(row)
+        if found is None or self._clock() - found[0] > self.refresh_s:
+            return False
+        return value in found[1].values or (cap is not None and found[1].full(cap))
+
     def admitter(self, backend):
         """The ``admitted(field, value, product)`` callback of :func:`DK.cap_values`: admitted
         already, or now by arrival when the row has room."""

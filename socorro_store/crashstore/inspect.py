@@ -55,18 +55,19 @@ def _check_limit(limit):
         raise InvalidArgument(f"limit must be a non-negative int: {limit!r}")
 
 
-def list_crashes(backend, start, end, signature=None, limit=None, details=False, page_size=1000):
+def list_crashes(backend, start, end, signature=None, limit=None, details=False, page_size=1000, settle=None):
     """Crash ids submitted in ``[start, end)`` (of ``signature`` if given), in submission order.
 
     With ``details``, yield ``{"crash_id", "submitted", "signature", "state"}`` instead, where
     state is ``processed``, ``queued`` or ``priority`` (a pending reprocessing request).
-    Returns a lazy iterator: rows are read page by page.
+    Returns a lazy iterator: rows are read page by page.  ``settle``: see
+    :func:`~.listings.crashes_by_signature`.
     """
     _check_limit(limit)
     if signature is None:
         ids = crashes.crashes_submitted(backend, start, end, page_size)
     else:
-        ids = crashes.crashes_by_signature(backend, signature, start, end, page_size)
+        ids = crashes.crashes_by_signature(backend, signature, start, end, page_size, settle=settle)
     ids = itertools.islice(ids, limit)
     if not details:
         return ids

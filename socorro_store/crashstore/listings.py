@@ -100,18 +100,22 @@ def crashes_submitted(backend, start, end, page_size=1000):
                            page_size)
 
 
-def crashes_by_signature(backend, signature, start=None, end=None, page_size=1000):
+def crashes_by_signature(backend, signature, start=None, end=None, page_size=1000, settle=None):
     """Crash ids of ``signature`` (``None`` = ##null##, "" = ##empty##) submitted in ``[start, end)``,
     from our signature index and Socorro's, in submission order, each once.
 
     A pointer whose crash now has another signature (left by a failed or superseded save, or a
     reprocessing) is skipped; so is one whose crash row lacks ``ids:ooid`` (what a save racing a
-    deletion may leave on HBase).
+    deletion may leave on HBase).  ``settle()``, if given, is called once the arguments are
+    valid: a cut-over store's signature pointers are derived (:mod:`.counter_deriver`), so a
+    store reading its own saves settles them first.
     """
     start = K.parse_timestamp(start, "start") if start is not None else None
     end = K.parse_timestamp(end, "end") if end is not None else None
     stored = K.signature_name(signature).encode("utf-8", "surrogatepass")
     K.signature_row(signature)  # length check
+    if settle is not None:
+        settle()
     ours = _our_signature_pointers(backend, signature, stored, start, end, page_size)
     theirs = _socorro_signature_pointers(backend, stored, start, end, page_size)
     return (crash_id for _moment, crash_id in _once(heapq.merge(ours, theirs)))
@@ -176,7 +180,7 @@ def _socorro_ids(rows, stored):
             yield crash_id
 
 
-def latest_crashes_by_signature(backend, signature, limit=50, offset=0):
+def latest_crashes_by_signature(backend, signature, limit=50, offset=0, settle=None):
     """``([(submitted time, crash id)], more)``: the ``limit`` newest crashes of ``signature`` after
     skipping the ``offset`` newest, newest first, and whether older ones remain.
 
@@ -184,13 +188,15 @@ def latest_crashes_by_signature(backend, signature, limit=50, offset=0):
     pointers), each pointer checked against its crash row's current signature as in
     :func:`crashes_by_signature`: it reads at most the pointers it returns or skips, plus one,
     and stale ones.  Socorro's ``signature + crash_id`` rows carry no time, so only
-    :func:`crashes_by_signature` lists them.
+    :func:`crashes_by_signature` lists them (``settle`` too).
     """
     for name, value in (("limit", limit), ("offset", offset)):
         if not isinstance(value, int) or isinstance(value, bool) or value < (1 if name == "limit" else 0):
             raise InvalidArgument(f"{name} must be an int >= {1 if name == 'limit' else 0}: {value!r}")
     stored = K.signature_name(signature).encode("utf-8", "surrogatepass")
     low, high = K.signature_index_range(signature)
+    if settle is not None:
+        settle()
     wanted = offset + limit + 1
     rows = backend.scan(K.SIGNATURE_OOID, start=high, stop=low, reverse=True, columns=[K.COL_OOID],
                         page_size=min(wanted, 1000))

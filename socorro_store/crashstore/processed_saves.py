@@ -33,8 +33,9 @@ save whose check-and-put applies sends it:
 On a cut-over store (:mod:`.counter_deriver`) the signature, processing-error, dimension and
 unique-signature counts are not the save's: it writes a change record, and the deriver moves
 the crash from what it was counted under to what its row holds, so the reprocessing checks
-above are not made (their cells go with the row), nor is the first-seen detection.  The queue
-counters stay here.
+above are not made (their cells go with the row), nor is the first-seen detection.  The
+deriver writes its signature pointer too (and deletes the stale one).  The queue counters
+stay here.
 
 A save that loses a check counted nothing for it: another save of the same crash did.  (Two
 processors that give one crash different signatures leave it counted under the first one to
@@ -47,8 +48,10 @@ is counted from its state, as before.
 Write order, each step one round trip on the critical path (its calls go out at once,
 ``Backend.overlap``):
 
-1. the signature pointer and the change record (:mod:`.change_records`; harmless side first),
-   one ``mutate_tables``; the crash row gets the record's stamp (``flags:changed``);
+1. the change record (:mod:`.change_records`) and, on a store not cut over, the signature
+   pointer (harmless side first), one ``mutate_tables``; the crash row gets the record's stamp
+   (``flags:changed``) and an emptied ``flags:dead_lettered`` (a processed crash is no dead
+   letter; an empty flag reads as none);
 2. the crash row, conditional on it still naming its crash (:func:`~.queue.put_if_crash_exists`:
    a deleted crash stays deleted, :class:`~socorro_store.errors.CrashDeleted`).  Where a
    multi-cell check-and-put is atomic (embedded, Bigtable, HBase's Thrift2), a first processing
@@ -64,10 +67,10 @@ Write order, each step one round trip on the critical path (its calls go out at 
    pointer taken before the row would leave a crash out of the queue unprocessed;
 4. the counters (handed to the store's live counters, sent in the background on a remote
    backend), and beside them one ``mutate_tables``: the queue pointers and their claim
-   histories (``done``), a stale signature pointer, the served priority request's queue row
-   (its flag stays, emptied: "none pending", so a request made since is never deleted), and any
-   dead-letter marks: a crash processed at last (even by a save that follows a dead-lettering
-   it did not know about) is no longer a dead letter.  These are idempotent deletes, redone by
+   histories (``done``), a stale signature pointer (not cut over), the served priority
+   request's queue row (its flag stays, emptied: "none pending", so a request made since is
+   never deleted), and the queue table's dead-letter marks: a crash processed at last (even by
+   a save that follows a dead-lettering it did not know about) is no longer a dead letter.  These are idempotent deletes, redone by
    every save of the crash; the counts are decided before them, so their failure loses none.
 
 So a first processing of a crash this store collected costs, per group, four round trips on
@@ -126,17 +129,20 @@ class Plan:
         self.crash, self.state = crash, state
         submitted = state["submitted"]
         row = K.crash_row_key(crash.crash_id)
-        self.sig_put = RowMutation(K.signature_index_key(crash.signature, submitted, crash.crash_id),
-                                   {K.COL_OOID: crash.crash_id.encode("ascii")})
+        # the deriver writes a cut-over store's signature pointers, from the rows
+        self.sig_put = None if derived else RowMutation(K.signature_index_key(crash.signature, submitted, crash.crash_id),
+                                                        {K.COL_OOID: crash.crash_id.encode("ascii")})
         puts = dict(crash.puts)
+        # Whatever the state said (a dead-lettering may have happened since it was read), a
+        # processed crash is no dead letter: emptied with the row (an empty flag reads as none)
+        puts[COL_DEAD_LETTERED] = b""
         self.change = change  # (stamp, record mutation) of its change record, when records are written
         if change is not None:
             puts[K.COL_CHANGED] = change[0]  # lands with the row: the feed's proof the save landed
         self.checks = []  # (row, column, expected, puts, increments, fresh) decided by check-and-put
         self.takes = {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: []}  # pointer rows to take
         self.increments, self.fresh = [], []  # counted by this save whatever others do
-        self.cleanup = {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: [], K.SIGNATURE_OOID: [],
-                        K.CRASH_REPORTS: []}
+        self.cleanup = {K.UNPROCESSED_FLAG: [], K.LEGACY_UNPROCESSED_FLAG: [], K.SIGNATURE_OOID: []}
         self.claims_done = []
         legacy = state["legacy"] == 0
         dimension_cells = {**state.get("raw_dimensions", {}), **crash.puts}  # processed values win
@@ -156,7 +162,6 @@ class Plan:
                 self.takes[K.LEGACY_UNPROCESSED_FLAG].append(own_form)
         # Whatever the state said: a dead-lettering may have happened since it was read.
         self.cleanup[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash.crash_id), delete_row=True))
-        row_deletes = [COL_DEAD_LETTERED]
         if not state["processed"]:
             first = counters.queue_increments(inserts_processed_legacy=int(legacy))
             if own_form is not None:  # the pointers this store's collector counted, dequeued once
@@ -179,12 +184,8 @@ class Plan:
             else:  # no N/Y flag (Socorro's happybase rows): counted from the state, as before
                 self.increments += first
                 self.fresh += fresh
-        elif derived:  # the deriver moves its counts, from the facts it counted it under
-            if state["signature"] != crash.signature:
-                self.fresh.append((crash.signature, submitted))
-                if state["signature"] is not None:
-                    self.cleanup[K.SIGNATURE_OOID].append(
-                        RowMutation(K.signature_index_key(state["signature"], submitted, crash.crash_id), delete_row=True))
+        elif derived:  # the deriver moves its counts and its signature pointer, from the facts it counted it under
+            pass
         else:
             # A reprocessing moves its counts from the state it read, which two processors (a
             # priority lease taken over) both read: each move is decided by a check-and-put of
@@ -213,7 +214,6 @@ class Plan:
             # means "none pending"): a clean-up deleting it would delete a request made since
             self.checks.append((row, K.COL_PRIORITY, state["priority"], {K.COL_PRIORITY: b""}, served, []))
         self.row = RowMutation(row, puts)
-        self.cleanup[K.CRASH_REPORTS].append(RowMutation(row, deletes=row_deletes))
 
 
 def _write_processed(backend, crashes, live_counters, known):
@@ -230,10 +230,9 @@ def _write_processed(backend, crashes, live_counters, known):
     plans = [Plan(crash, states[crash.crash_id], beside, changes.get(crash.crash_id), derived) for crash in crashes]
     # the pointer and the change record first: without the row they are harmless, a row without
     # them would be missing from the signature index and the search index
-    first = {K.SIGNATURE_OOID: [p.sig_put for p in plans]}
-    if changes:
-        first[K.CHANGES] = [mutation for _stamp, mutation in changes.values()]
-    backend.mutate_tables(first)
+    first = {K.SIGNATURE_OOID: [p.sig_put for p in plans if p.sig_put is not None],
+             K.CHANGES: [mutation for _stamp, mutation in changes.values()]}
+    backend.mutate_tables(first)  # a table with no mutation is not written
     written = _write_first_processings(backend, plans, live_counters) if backend.atomic_check_and_put else set()
     increments, fresh, failed, deleted = [], [], None, []
     stored = [p for p in plans if id(p) in written]  # the plans whose counts are decided so far
@@ -244,9 +243,9 @@ def _write_processed(backend, crashes, live_counters, known):
         if gone:
             # Deleted since its state was read (a processor held it through a privacy deletion):
             # the pointer and the record just written go, and nothing else is written or counted.
-            gone_rows = {K.SIGNATURE_OOID: [RowMutation(p.sig_put.row, delete_row=True) for p in gone]}
-            if changes:  # and so does its change record: nothing may name a deleted crash
-                gone_rows[K.CHANGES] = [RowMutation(p.change[1].row, delete_row=True) for p in gone if p.change]
+            gone_rows = {K.SIGNATURE_OOID: [RowMutation(p.sig_put.row, delete_row=True) for p in gone if p.sig_put],
+                         # and so does its change record: nothing may name a deleted crash
+                         K.CHANGES: [RowMutation(p.change[1].row, delete_row=True) for p in gone if p.change]}
             backend.mutate_tables(gone_rows)
         _decide_transitions(backend, plans, live_counters, increments, fresh)
     except (BackendUnavailable, BackendError) as exc:

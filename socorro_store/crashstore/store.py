@@ -346,7 +346,8 @@ class CrashStore:
         return crashes.crashes_submitted(self.backend, start, end)
 
     def crashes_by_signature(self, signature, start=None, end=None):
-        return crashes.crashes_by_signature(self.backend, signature, start, end)
+        # this store's saves first, once the arguments are valid: the signature index is derived
+        return crashes.crashes_by_signature(self.backend, signature, start, end, settle=self.live_counters.settle)
 
     def hang_pair(self, hang_id):
         return crashes.hang_pair(self.backend, hang_id)
@@ -380,7 +381,8 @@ class CrashStore:
         return inspect.crash_summary(self.backend, crash_id)
 
     def list_crashes(self, start, end, signature=None, limit=None, details=False):
-        return inspect.list_crashes(self.backend, start, end, signature, limit, details)
+        return inspect.list_crashes(self.backend, start, end, signature, limit, details,
+                                    settle=self.live_counters.settle)
 
     def queue_status(self, now=None):
         """The queues (:func:`~.inspect.queue_status`), the search feed's lag under ``"search"``
@@ -442,4 +444,5 @@ class CrashStore:
 
     def latest_crashes_by_signature(self, signature, limit=50, offset=0):
         """The newest crashes of a signature, paged: ``([(time, crash id)], more)``."""
-        return listings.latest_crashes_by_signature(self.backend, signature, limit, offset)
+        return listings.latest_crashes_by_signature(self.backend, signature, limit, offset,
+                                                    settle=self.live_counters.settle)

@@ -63,16 +63,19 @@ def decode_facts(raw):
     return facts if isinstance(facts, dict) and isinstance(facts.get("t"), str) else None
 
 
-def encode_journal(cells, counted, consumed):
+def encode_journal(cells, counted, consumed, pointers=()):
     """A batch: ``cells`` ``[(table, row, column, value)]`` (absolute counter values), ``counted``
-    ``[(crash id, facts or None)]``, ``consumed`` ``[change record key]``."""
+    ``[(crash id, facts or None)]``, ``consumed`` ``[change record key]``, ``pointers``
+    ``[(table, row, puts or None to delete the row)]`` (derived index pointers)."""
     return msgpack.packb({"cells": [list(c) for c in cells], "counted": [list(c) for c in counted],
-                          "consumed": list(consumed)}, use_bin_type=True)
+                          "consumed": list(consumed), "pointers": [list(p) for p in pointers]}, use_bin_type=True)
 
 
 def decode_journal(raw):
-    """Inverse of :func:`encode_journal`: ``(cells, counted, consumed)``, or None for none."""
+    """Inverse of :func:`encode_journal`: ``(cells, counted, consumed, pointers)``, or None for
+    none (a journal of a version that derived no pointers has none)."""
     if not raw:
         return None
     batch = msgpack.unpackb(raw, raw=False)
-    return ([tuple(c) for c in batch["cells"]], [tuple(c) for c in batch["counted"]], list(batch["consumed"]))
+    return ([tuple(c) for c in batch["cells"]], [tuple(c) for c in batch["counted"]], list(batch["consumed"]),
+            [tuple(p) for p in batch.get("pointers", ())])

@@ -21,7 +21,7 @@ from store_helpers import BASE_TIME, all_rows, counted_live, crash_id, processed
 
 from socorro_store import open_store
 from socorro_store.backends import Increment
-from socorro_store.crashstore import counter_deriver, dimensions
+from socorro_store.crashstore import counter_deriver, counters, dimensions
 from socorro_store.crashstore.contributions import stored_counts
 from socorro_store.crashstore.counters import coalesce
 from socorro_store.errors import InvalidArgument
@@ -29,10 +29,7 @@ from socorro_store.jobs.scrutiny import expected_pointers
 from socorro_store.schema import derived_keys as D
 from socorro_store.schema import keys as K
 from socorro_store.schema import ranking_keys as RK
-
-#: metrics columns the deriver does not own (detected live, per pair)
-LIVE_METRICS = (b"counters:submitted_crash_report_hang_pairs",)
-
+from socorro_store.schema.stored import stored_time
 
 @pytest.fixture
 def store(backend_url):
@@ -49,7 +46,7 @@ def truth(backend):
     for _row, cells in backend.scan(K.CRASH_REPORTS, columns=counter_deriver.ROW_COLUMNS):
         if K.COL_OOID in cells:
             incs += stored_counts(cells)
-    out = {(i.table, i.row, i.column): i.amount for i in coalesce(incs)}
+    out = {(i.table, i.row, i.column): i.amount for i in coalesce(incs + _hang_pair_truth(backend))}
     unique = {}
     for (table, _row, column), n in out.items():
         interval = counter_deriver._interval_row(column) if table == K.SIGNATURES else None
@@ -59,14 +56,25 @@ def truth(backend):
     return out
 
 
+def _hang_pair_truth(backend):
+    """A pair counts once, at its later side's submission, where two crashes of this store's
+    collector (one per process type) share a hang id."""
+    sides = {}
+    for _row, cells in backend.scan(K.CRASH_REPORTS, columns=[K.COL_OOID, K.COL_HANG, K.COL_SUBMITTED,
+                                                             K.COL_PROCESS_TYPE]):
+        if cells.get(K.COL_HANG) and K.COL_PROCESS_TYPE in cells and K.COL_OOID in cells:
+            sides.setdefault(cells[K.COL_HANG], []).append(stored_time(cells[K.COL_SUBMITTED]))
+    return [inc for times in sides.values() if len(times) >= 2
+            for inc in counters.metric_increments(max(times), [counters.HANG_PAIRS])]
+
+
 def derived(backend):
     """The non-zero counters the deriver owns, as stored."""
     out = {}
     for row, cells in backend.scan(K.METRICS, columns=[b"counters"]):
         if row == K.QUEUE_ROW:
             continue
-        out.update({(K.METRICS, row, c): K.decode_counter(v) for c, v in cells.items()
-                    if not c.startswith(LIVE_METRICS)})
+        out.update({(K.METRICS, row, c): K.decode_counter(v) for c, v in cells.items()})
     for row, cells in backend.scan(K.SIGNATURES):
         out.update({(K.SIGNATURES, row, c): K.decode_counter(v) for c, v in cells.items()})
     for row, cells in backend.scan(K.SIGNATURES_SEEN, prefix=RK.RANK_PREFIX):
@@ -79,34 +87,40 @@ def derived(backend):
 
 
 #: the index tables the deriver writes on a cut-over store
-DERIVED_INDEXES = (K.SIGNATURE_OOID, K.LEGACY_SUBMITTED_TIME)
+DERIVED_INDEXES = (K.SIGNATURE_OOID, K.LEGACY_SUBMITTED_TIME, K.HANG_ID, K.HANG_ID_SUBMITTED_TIME)
 
 
 def pointers_truth(backend):
     """``{(table, row): cells}`` of the derived indexes, as ``verify-indexes`` expects them from
-    the crash rows."""
+    the crash rows (a hang-id row holds one column per side)."""
     out = {}
     for _row, cells in backend.scan(K.CRASH_REPORTS):
         if K.COL_OOID in cells:
             for table in DERIVED_INDEXES:
                 for (row, _column), puts in expected_pointers(cells[K.COL_OOID].decode(), cells).get(table, {}).items():
-                    out[(table, row)] = puts
+                    out.setdefault((table, row), {}).update(puts)
     return out
 
 
 def pointers(backend):
-    """``{(table, row): cells}`` of the derived indexes, as stored."""
-    return {(table, row): cells for table in DERIVED_INDEXES for row, cells in backend.scan(table)}
+    """``{(table, row): cells}`` of the derived indexes, as stored (a hang-id row's sides only)."""
+    return {(table, row): {c: v for c, v in cells.items() if table != K.HANG_ID or K.is_hang_column(c)}
+            for table in DERIVED_INDEXES for row, cells in backend.scan(table)}
 
 
 def _ingest(store, n, rng, signatures=("A", "B", "C"), products=("Firefox", "Fennec")):
-    ids = []
+    ids, tag = [], rng.randrange(10**9)
     for i in range(n):
         cid = crash_id(rng=rng)
         submitted = BASE_TIME + timedelta(minutes=rng.randrange(600))
+        process_type = rng.choice(["content", "default", None])
+        hang = {}
+        if i % 4 == 0:  # hang pairs: crashes 0 and 4 share a hang id, 8 and 12, ...
+            hang = {"HangID": f"hang-{tag}-{i // 8}"}
+            process_type = "plugin" if i % 8 else "default"
         store.save_raw_crash(raw_crash(cid, submitted, ProductName=rng.choice(products),
                                        Version=rng.choice(["1.0", "2.0"]), legacy_processing=rng.choice([0, 1]),
-                                       ProcessType=rng.choice(["content", "default", None])), {}, cid)
+                                       ProcessType=process_type, **hang), {}, cid)
         ids.append(cid)
     for cid in ids[: n * 3 // 4]:
         store.save_processed(processed(cid, signature=rng.choice(signatures + (None,)),
@@ -129,20 +143,31 @@ def test_counters_equal_the_crash_rows_after_saves_reprocessings_and_deletions(s
     assert store.derivation_status()["waiting"] == 0
 
 
-def test_the_signature_and_legacy_time_indexes_are_derived(store):
+def test_the_signature_legacy_time_and_hang_indexes_and_the_hang_pairs_are_derived(store):
     rng = random.Random(11)
-    cid = crash_id(rng=rng)
-    store.save_raw_crash(raw_crash(cid, legacy_processing=0), {}, cid)
+    cid, other = crash_id(rng=rng), crash_id(rng=rng)
+    store.save_raw_crash(raw_crash(cid, legacy_processing=0, HangID="h1", ProcessType="default"), {}, cid)
+    store.save_raw_crash(raw_crash(other, BASE_TIME + timedelta(minutes=5), HangID="h1", ProcessType="plugin"), {}, other)
     store.save_processed(processed(cid, signature="A"))
-    assert pointers(store.backend) == {}  # the saves wrote neither pointer: the deriver does
+    assert pointers(store.backend) == {}  # the saves wrote no derived pointer: the deriver does
     assert list(store.crashes_by_signature("A")) == [cid]  # a listing settles its own saves first
     assert {table for table, _row in pointers(store.backend)} == set(DERIVED_INDEXES)
+    assert store.hang_pair("h1") == {"default": cid, "plugin": other}
+    pairs = counters.counter_column(counters.HANG_PAIRS)
+    later = K.metrics_row(BASE_TIME + timedelta(minutes=5), "minute")
+    assert store.backend.get_row(K.METRICS, later, [pairs]) == {pairs: K.encode_counter(1)}  # at its later side
     store.save_processed(processed(cid, signature="B"))  # reprocessed: the pointer moves
     assert list(store.crashes_by_signature("B")) == [cid] and list(store.crashes_by_signature("A")) == []
     assert pointers(store.backend) == pointers_truth(store.backend)
     assert [c for _t, c in store.latest_crashes_by_signature("B")[0]] == [cid]
+    assert derived(store.backend) == truth(store.backend)
+    store.delete_crashes([other])  # the pair comes apart: its count is taken back
+    assert store.hang_pair("h1") == {"default": cid}
+    assert store.backend.get_row(K.METRICS, later, [pairs]) == {}
+    assert derived(store.backend) == truth(store.backend)
     store.delete_crashes([cid])
     assert pointers(store.backend) == {}
+    assert not list(store.backend.scan(K.DERIVED, prefix=D.HANG_PREFIX))
 
 
 def test_saves_write_no_derived_counter_live(store):
@@ -282,8 +307,9 @@ _WRITER = textwrap.dedent("""
     ids = []
     while True:
         cid = crash_id(rng=rng)
+        hang = {{"HangID": "h%d" % (n // 8), "ProcessType": "plugin" if n % 8 else "default"}} if n % 4 == 0 else {{}}
         store.save_raw_crash(raw_crash(cid, BASE_TIME + timedelta(minutes=n % 90),
-                                       ProductName="P%d" % (n % 3)), {{}}, cid)
+                                       ProductName="P%d" % (n % 3), **hang), {{}}, cid)
         ids.append(cid)
         store.save_processed(processed(cid, signature="sig%d" % (n % 5)))
         if n % 3 == 0:

@@ -74,13 +74,14 @@ def test_delete_removes_crash_pointers_queue_rows_and_claims_and_takes_back_thei
     assert [row for row, _cells in b.scan(K.UNPROCESSED_FLAG) if queued.encode() in row] == []  # claims live on queue rows
     assert store.hang_pair("hang-1") == {"default": other_side}
     assert list(store.crashes_by_signature("Sig::A")) == [keep]
-    # the counts the two crash rows accounted for go with them (the hang pair stays until a
-    # rollup recounts it); the queue sizes lose what the deletion dequeued: queued's standard
-    # and legacy pointers, done's priority request
+    # the counts the two crash rows accounted for go with them, the hang pair they made too
+    # (derived); the queue sizes lose what the deletion dequeued: queued's standard and legacy
+    # pointers, done's priority request
     metrics = store.get_metrics(day)
     assert {name: metrics_before[name] - metrics.get(name, 0) for name in metrics_before} == {
         **{name: 0 for name in metrics_before}, "submitted_crash_reports": 2,
-        "submitted_crash_reports_legacy_throttle_0": 2, "submitted_oop_plugin_crash_reports": 1}
+        "submitted_crash_reports_legacy_throttle_0": 2, "submitted_oop_plugin_crash_reports": 1,
+        "submitted_crash_report_hang_pairs": 1}
     assert {k: sig_before[k] - n for k, n in store.get_signature_counters("Sig::A").items()} == \
         {k: 1 for k in sig_before}
     queues = store.queue_sizes()

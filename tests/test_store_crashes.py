@@ -63,15 +63,17 @@ def test_missing_signature_is_null(store):
 def test_every_index_is_written(store):
     cid = crash_id("e")
     store.save_raw_crash(raw_crash(cid, legacy_processing=0, HangID="h-9", ProcessType="content"), {}, cid)
+    store.settle()  # the legacy time, hang and signature pointers are the deriver's (a cut-over store)
     key = K.time_index_key(cid, BASE_TIME)
     b = store.backend
-    for table in (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG, K.HANG_ID_SUBMITTED_TIME):
+    for table in (K.SUBMITTED_TIME, K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG,
+                  K.LEGACY_SUBMITTED_TIME, K.HANG_ID_SUBMITTED_TIME):
         assert b.get_row(table, key)[b"ids:ooid"] == cid.encode(), table
     assert b.get_row(K.HANG_ID_SUBMITTED_TIME, key)[b"ids:hang"] == b"h-9"
     assert b.get_row(K.HANG_ID, b"h-9") == {b"ids:ooid:content": cid.encode()}
     assert store.hang_pair("h-9") == {"content": cid}
     store.save_processed(processed(cid, signature="js::gc::Mark"))
-    store.settle()  # the signature and legacy time pointers are the deriver's (a cut-over store)
+    store.settle()
     sig_key = K.signature_index_key("js::gc::Mark", BASE_TIME, cid)
     assert b.get_row(K.SIGNATURE_OOID, sig_key) == {b"ids:ooid": cid.encode()}
     # processing removed the queue pointers, kept the plain indexes
@@ -116,10 +118,10 @@ def test_pointers_are_written_before_the_crash_row(store):
     failing = _FailingCrashRows(store.backend)
     with pytest.raises(ConnectionError):
         CrashStore(failing).save_raw_crash(raw_crash(cid, legacy_processing=0, HangID="x"), {}, cid)
-    # five pointer tables and the change record (for the deriver) first, the crash row last;
-    # legacy_submitted_time is the deriver's, from the crash row
-    assert failing.order[-1] == K.CRASH_REPORTS and len(failing.order) == 7 and K.CHANGES in failing.order[:-1]
-    assert K.LEGACY_SUBMITTED_TIME not in failing.order
+    # the three pointer tables and the change record (for the deriver) first, the crash row
+    # last; the legacy time and hang pointers are the deriver's, from the crash row
+    assert failing.order[-1] == K.CRASH_REPORTS and len(failing.order) == 5 and K.CHANGES in failing.order[:-1]
+    assert not {K.LEGACY_SUBMITTED_TIME, K.HANG_ID, K.HANG_ID_SUBMITTED_TIME} & set(failing.order)
     rows = all_rows(store.backend)
     assert K.CRASH_REPORTS not in rows and K.UNPROCESSED_FLAG in rows
     # readers and the queue skip the orphan pointer

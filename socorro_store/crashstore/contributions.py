@@ -27,7 +27,7 @@ from . import counters
 
 #: the crash-row columns :func:`facts_of` reads (small cells only: a raw crash counts here only
 #: when this store's collector wrote it, with ``flags:process_type``, so the annotations are not needed)
-COLUMNS = (b"flags", K.COL_SUBMITTED, K.COL_SIGNATURE)
+COLUMNS = (b"flags", K.COL_SUBMITTED, K.COL_SIGNATURE, K.COL_HANG)
 
 
 def facts_of(cells):
@@ -54,7 +54,10 @@ def facts_of(cells):
         proc = [signature, counters.crash_dimensions(cells), error]
     if raw is None and proc is None:
         return None
-    return {"t": submitted.isoformat(), "raw": raw, "proc": proc}
+    facts = {"t": submitted.isoformat(), "raw": raw, "proc": proc}
+    if raw is not None and cells.get(K.COL_HANG):  # a side of a hang pair (:mod:`.hang_pairs`)
+        facts["hang"] = cells[K.COL_HANG]
+    return facts
 
 
 def capped(facts, admitted):
@@ -105,26 +108,30 @@ def increments_of(facts, amount=1):
 
 
 def pointers_of(crash_id, facts):
-    """``{(table, row): puts}``: the derived index pointers of ``facts`` (a crash's, as counted):
-    ``legacy_submitted_time`` for a raw crash of this store's collector with legacy_processing 0,
-    ``signature_ooid`` for a crash this store processed, the same keys as
-    :func:`~socorro_store.jobs.scrutiny.expected_pointers` expects."""
+    """``{(table, row): puts}``: the derived index rows of ``facts`` (a crash's, as counted) that
+    name one crash each: ``legacy_submitted_time`` for a raw crash of this store's collector with
+    legacy_processing 0 and ``hang_id_submitted_time`` for one with a hang id, ``signature_ooid``
+    for a crash this store processed; the same rows as
+    :func:`~socorro_store.jobs.scrutiny.expected_pointers` expects.  (The hang-id row, shared by
+    a pair's sides, is :mod:`.hang_pairs`'s.)"""
     if facts is None:
         return {}
     submitted, ooid, out = datetime.fromisoformat(facts["t"]), {K.COL_OOID: crash_id.encode("ascii")}, {}
     if facts["raw"] is not None and facts["raw"][0] == 0:
         out[(K.LEGACY_SUBMITTED_TIME, K.time_index_key(crash_id, submitted))] = ooid
+    if facts.get("hang"):
+        out[(K.HANG_ID_SUBMITTED_TIME, K.time_index_key(crash_id, submitted))] = {**ooid, K.COL_HANG: facts["hang"]}
     if facts["proc"] is not None:
         out[(K.SIGNATURE_OOID, K.signature_index_key(facts["proc"][0], submitted, crash_id))] = ooid
     return out
 
 
 def pointer_moves(crash_id, was, now):
-    """``[(table, row, puts or None to delete)]``: what brings the derived pointers of a crash
-    counted under ``was`` to those of ``now`` (either None: no facts)."""
+    """``[(table, row, puts or None, None)]``: what brings the derived pointers of a crash counted
+    under ``was`` to those of ``now`` (either None: no facts); a row without puts is deleted."""
     old, new = pointers_of(crash_id, was), pointers_of(crash_id, now)
-    return ([(table, row, None) for table, row in old if (table, row) not in new]
-            + [(table, row, puts) for (table, row), puts in new.items() if old.get((table, row)) != puts])
+    return ([(table, row, None, None) for table, row in old if (table, row) not in new]
+            + [(table, row, puts, None) for (table, row), puts in new.items() if old.get((table, row)) != puts])
 
 
 def stored_counts(cells, amount=1):

@@ -56,6 +56,7 @@ from .contributions import COLUMNS as FACT_COLUMNS
 from .contributions import capped, facts_of, increments_of, pointer_moves, registry_questions
 from .counters import UNIQUE_SIGNATURES, coalesce, slack_increments
 from .dimensions import Dimensions
+from .hang_pairs import derive_hang_pairs
 from .row_lease import RowLease
 from .states import socorro_queue_counter_exists
 
@@ -349,8 +350,12 @@ class CounterDeriver:
             now = capped(facts[crash_id], self.admitted)
             if now != was:
                 changes += increments_of(now) + increments_of(was, -1)
-                moved.append((crash_id, now))
+                moved.append((crash_id, was, now))
                 pointers += pointer_moves(crash_id, was, now)
+        pairs, hang_rows = derive_hang_pairs(self.backend, moved, {cid: cells for cid, (cells, _k) in ready.items()})
+        changes += pairs
+        pointers += hang_rows
+        moved = [(crash_id, now) for crash_id, _was, now in moved]
         consumed = [key for _cells, keys in ready.values() for key in keys]
         if not moved and not consumed:
             return True
@@ -453,9 +458,9 @@ class CounterDeriver:
                                 if facts is not None else RowMutation(D.counted_row(cid), delete_row=True)
                                 for cid, facts in moved]
         mutations[K.CHANGES] = [RowMutation(key, deletes=[K.COL_CHANGE_DERIVE]) for key in consumed]
-        for table, row, puts in pointers:
-            mutations.setdefault(table, []).append(RowMutation(row, puts) if puts is not None
-                                                   else RowMutation(row, delete_row=True))
+        for table, row, puts, deletes in pointers:
+            mutations.setdefault(table, []).append(RowMutation(row, puts or {}, deletes=deletes or [],
+                                                               delete_row=not puts and not deletes))
         self.backend.mutate_tables({table: m for table, m in mutations.items() if m})
 
     # -- catching up ----------------------------------------------------------------------

@@ -10,8 +10,8 @@ Write order (DESIGN.md "Consistency": the harmless side first):
   beside the deletes of the queue pointers (and a stale signature pointer).
 
 On a cut-over store (:mod:`.counter_deriver`) the saves write a change record with their
-pointers, and the deriver writes the signature and legacy_submitted_time pointers and every
-counter but the queue's from the crash rows.
+pointers, and the deriver writes the signature, legacy_submitted_time and hang pointers, the
+hang pairs and every counter but the queue's from the crash rows.
 
 A pointer without its crash row is garbage that readers skip; a crash row without its queue
 pointer would be a lost crash, so the pointers always go first.  Every argument is validated, and
@@ -204,7 +204,7 @@ def write_raw(backend, crashes, live_counters):
             index[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(key, dict(ooid)))
             if not derived:  # else the deriver writes it, from the crash row
                 index[K.LEGACY_SUBMITTED_TIME].append(RowMutation(key, dict(ooid)))
-        if crash.hang_id is not None:
+        if crash.hang_id is not None and not derived:  # else the deriver writes them (:mod:`.hang_pairs`)
             index[K.HANG_ID].append(RowMutation(K.hang_row_key(crash.hang_id),
                                                 {K.hang_column(crash.process_type): ooid[K.COL_OOID]}))
             index[K.HANG_ID_SUBMITTED_TIME].append(
@@ -229,7 +229,7 @@ def write_raw(backend, crashes, live_counters):
         # maybe written: a retry that finds the crash stored counts nothing, so say so (rollup repairs)
         live_counters.tally("uncertain", len(increments))
         raise
-    hangs = [c for c in crashes if c.hang_id is not None]
+    hangs = [c for c in crashes if c.hang_id is not None and not derived]
     live_counters.send(increments, lambda: _new_hang_pairs(backend, hangs))
     live_counters.changed(stamps)
 

@@ -350,6 +350,8 @@ class CrashStore:
         return crashes.crashes_by_signature(self.backend, signature, start, end, settle=self.live_counters.settle)
 
     def hang_pair(self, hang_id):
+        K.hang_row_key(hang_id)  # valid before settling
+        self.live_counters.settle()  # this store's saves first: the hang-id rows are derived
         return crashes.hang_pair(self.backend, hang_id)
 
     # -- counters ----------------------------------------------------------------------------

@@ -25,11 +25,10 @@ def is_derived(name):
 
 def deriver_owns(table, row, column):
     """Whether the deriver of a cut-over store writes this counter cell (and so the roll-up
-    never does): every signature counter, every day's ranking cell, the metrics counted per
-    crash and the unique signatures (not the hang pairs, detected per pair)."""
+    never does): every signature counter, every day's ranking cell, and the metrics counted
+    from the crash rows (per crash, per hang pair, the unique signatures)."""
     if table == K.METRICS:
-        name = column.split(b":", 1)[1].decode("utf-8", "replace")
-        return is_derived(name) and name.split("|", 1)[0] != counters.HANG_PAIRS
+        return is_derived(column.split(b":", 1)[1].decode("utf-8", "replace"))
     return table in (K.SIGNATURES, K.SIGNATURES_SEEN)
 
 

@@ -10,6 +10,8 @@ salt + crash id                     ``derived:counted``: the facts the crash is 
                                     from the live increments to the deriver
 ``~derive/lease``                   ``derived:lease`` = ``holder|expiry ns``: the one deriving process;
                                     ``derived:journal``: its last batch (:func:`encode_journal`)
+``~hang/`` + hang id                ``derived:paired``: the UTC ISO time a hang pair is counted at (its
+                                    later side's submission), while it is one (:func:`hang_pair_row`)
 ==================================  =====================================================================
 
 Facts are a plain dict (msgpack): ``{"t": submitted ISO time, "raw": [legacy, process type,
@@ -26,8 +28,26 @@ COL_COUNTED = b"derived:counted"
 COL_SINCE = b"derived:since"
 COL_LEASE = b"derived:lease"
 COL_JOURNAL = b"derived:journal"
+COL_PAIRED = b"derived:paired"
 SINCE_ROW = b"~derive/since"
 LEASE_ROW = b"~derive/lease"
+HANG_PREFIX = b"~hang/"
+
+
+def hang_pair_row(hang_row):
+    """``~hang/`` + a hang-id row key (the hang id's bytes): where a pair's counted time is kept,
+    in the deriver's own table (a deletion removes the hang-id row, the count must still be taken
+    back)."""
+    if not isinstance(hang_row, bytes) or not hang_row:
+        raise InvalidArgument(f"not a hang-id row key: {hang_row!r}")
+    return HANG_PREFIX + hang_row
+
+
+def parse_hang_pair_row(row):
+    """Inverse of :func:`hang_pair_row`: the hang-id row key."""
+    if not isinstance(row, bytes) or not row.startswith(HANG_PREFIX) or len(row) == len(HANG_PREFIX):
+        raise InvalidArgument(f"not a hang pair row: {row!r}")
+    return row[len(HANG_PREFIX):]
 
 
 def counted_row(crash_id):
@@ -66,7 +86,8 @@ def decode_facts(raw):
 def encode_journal(cells, counted, consumed, pointers=()):
     """A batch: ``cells`` ``[(table, row, column, value)]`` (absolute counter values), ``counted``
     ``[(crash id, facts or None)]``, ``consumed`` ``[change record key]``, ``pointers``
-    ``[(table, row, puts or None to delete the row)]`` (derived index pointers)."""
+    ``[(table, row, puts or None, columns deleted or None)]`` (derived index rows: puts, the
+    deletes of some columns, or with neither the delete of the whole row)."""
     return msgpack.packb({"cells": [list(c) for c in cells], "counted": [list(c) for c in counted],
                           "consumed": list(consumed), "pointers": [list(p) for p in pointers]}, use_bin_type=True)
 

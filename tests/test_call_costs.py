@@ -89,11 +89,11 @@ def test_a_processed_group_costs_its_checks_and_one_call_per_table(store):
         # per crash: the crash row (existence), flags:processed N -> Y, and the foreign key form
         # of its pointer in the two queues
         assert spent["check_and_put"] == 2 * GROUP + 2 * foreign
-        # the signature pointers and the change records (two tables, overlapped), the crash rows'
+        # the change records (the signature pointers are the deriver's), the crash rows'
         # follow-up cells (one call for the group, not one per crash), the N -> Y checks' change
         # stamps (one follow-up call for the group: the stamp lands with the Y, never before
-        # it), and the clean-up's three tables
-        assert spent["mutate_rows"] == 2 + 1 + 1 + 3
+        # it), and the clean-up's two queue tables (the dead-letter flag is emptied with the row)
+        assert spent["mutate_rows"] == 1 + 1 + 1 + 2
     # each count moved once: both queues are back to empty, and the crashes count as processed
     store.flush_counters()
     sizes = store.queue_sizes()

@@ -77,6 +77,7 @@ from bench.bench_common import (  # noqa: E402
     with_pool_size,
 )
 from bench.socorro_2013 import SharedPass, Socorro2013, crash_row_puts, processed_puts  # noqa: E402
+from bench.async_wal import use_async_wal  # noqa: E402
 from bench.sync_budget import sync_only  # noqa: E402
 from socorro_store import open_store  # noqa: E402
 from socorro_store.backends import RowMutation  # noqa: E402
@@ -89,7 +90,7 @@ ALL_MODES = ("p", "pb", "a1", "b", "a2", "c1", "c2", "pc", "ps")
 DEFAULT_MODES = ALL_MODES[:-2]
 RATIOS = [("p", "pb"), ("pc", "pb"), ("p", "pc"), ("p~t2", "pc"), ("ps", "pb"), ("ps~t2", "pb"), ("ps", "pc"),
           ("ps~t2", "pc"), ("p", "ps"), ("p~t2", "ps~t2"), ("a1", "b"), ("a2", "b"), ("a2", "c2"), ("a2", "c1"), ("a1", "c1"), ("p", "c1"),
-          ("p~t2", "pb"), ("a1~t2", "b"), ("a2~t2", "b"), ("p~t2", "p")]
+          ("p~t2", "pb"), ("a1~t2", "b"), ("a2~t2", "b"), ("p~t2", "p"), ("p~t2a", "pb"), ("p~t2a", "p~t2"), ("a2~t2a", "b")]
 #: the modes of this store that also run on HBase's Thrift2 server (``--thrift2``), as ``MODE~t2``;
 #: the baselines stay on Thrift1, the API Socorro's code used
 THRIFT2_MODES = ("p", "a1", "a2", "ps")
@@ -344,6 +345,8 @@ def run_mode(args):
     options = {} if lanes is None else {"group_lanes": lanes}
     with open_store(url, **options) as store:
         store.create_tables()
+        if mode.endswith("~t2a"):
+            use_async_wal(store.backend)
         store.backend.calls.clear()
         cpu = CpuShare(servers).start()
         client_cpu0 = time.process_time()
@@ -467,6 +470,9 @@ def main(argv=None):
     parser.add_argument("--thrift2", nargs="?", const="local", metavar="URL",
                         help="also run this store's modes (p, a1, a2, p@N) on HBase's Thrift2 server, as MODE~t2: "
                              "the one --local-hbase starts beside its Thrift1 server, or URL (hbase://H:P?api=thrift2)")
+    parser.add_argument("--async-wal", action="store_true",
+                        help="with --thrift2: also run those modes as MODE~t2a, the tables the deriver writes "
+                             "put with ASYNC_WAL (tools/bench/async_wal.py)")
     parser.add_argument("--crashes", type=int, default=300)
     parser.add_argument("--batch", type=int, default=100, help="chunk for a1/b, batch for a2/c2")
     parser.add_argument("--threads", type=int, default=8, help="collector and processor threads (p, pb)")
@@ -515,11 +521,12 @@ def main(argv=None):
             runs = [(m if m != "p" or lanes == lane_counts[0] else f"p@{lanes}", lanes)
                     for m, lanes in runs if m == "p" or lanes == lane_counts[0]]
             if thrift2_url:  # each of this store's modes on Thrift2 right after its Thrift1 run
+                variants = ["~t2", "~t2a"] if args.async_wal else ["~t2"]
                 runs = [run for mode, lanes in runs for run in [(mode, lanes)] + (
-                    [(f"{mode}~t2", lanes)] if mode.partition("@")[0] in THRIFT2_MODES else [])]
+                    [(f"{mode}{v}", lanes) for v in variants] if mode.partition("@")[0] in THRIFT2_MODES else [])]
             for shape in [int(s) for s in args.shapes.split(",")]:
                 for mode, lanes in runs:
-                    base_url = thrift2_url if mode.endswith("~t2") else url
+                    base_url = thrift2_url if mode.endswith(("~t2", "~t2a")) else url
                     tag = mode.replace("@", "L").replace("~", "")
                     case_url = isolated(base_url, workdir, f"{tag}{shape}{uuid.uuid4().hex[:6]}")
                     with ctx.Pool(1) as pool:

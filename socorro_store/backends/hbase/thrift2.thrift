@@ -54,17 +54,27 @@ struct TGet {
   5: optional i32 maxVersions
 }
 
+enum TDurability {
+  USE_DEFAULT = 0,
+  SKIP_WAL = 1,
+  ASYNC_WAL = 2,
+  SYNC_WAL = 3,
+  FSYNC_WAL = 4
+}
+
 struct TPut {
   1: required binary row,
   2: required list<TColumnValue> columnValues
-  3: optional i64 timestamp
+  3: optional i64 timestamp,
+  6: optional TDurability durability
 }
 
 struct TDelete {
   1: required binary row,
   2: optional list<TColumn> columns,
   3: optional i64 timestamp,
-  4: optional TDeleteType deleteType = 1
+  4: optional TDeleteType deleteType = 1,
+  7: optional TDurability durability
 }
 
 struct TIncrement {

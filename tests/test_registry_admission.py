@@ -146,3 +146,31 @@ def _seen_spec():
     from socorro_store.schema.spec_loader import load_specs  # noqa: PLC0415
 
     return load_specs()[K.SIGNATURES_SEEN]
+
+
+def test_bulk_admissions_racing_each_other_keep_the_cap_and_lose_no_value(backend):
+    """Two views admitting batches of new values at once (the deriver's admit_many), each from a
+    read of the row taken before the other's claims: the row holds the cap, every value either
+    admitted or refused by a full row, and a lost claim is retried value by value."""
+    backend.create_table(_seen_spec())
+    caps = {"product": 6, "version": 6, "os": 6}
+    first, second = dimensions.Dimensions(caps), dimensions.Dimensions(caps)
+    claims = backend.check_and_put_many
+    raced = []
+
+    def racing(table, items):  # the second view's bulk admission lands between the first's read and claims
+        if not raced:
+            raced.append(True)
+            second.admit_many(backend, [("product", f"b-{i}", None) for i in range(4)])
+        return claims(table, items)
+
+    backend.check_and_put_many = racing
+    try:
+        first.admit_many(backend, [("product", f"a-{i}", None) for i in range(4)])
+    finally:
+        backend.check_and_put_many = claims
+    answers = {f"{name}-{i}": view.value(backend, "product", f"{name}-{i}")
+               for view, name in ((first, "a"), (second, "b")) for i in range(4)}
+    admitted = {value for value, answer in answers.items() if answer != DK.OTHER}
+    assert len(admitted) == 6 and len(_registry_cells(backend)) == 6  # the cap, exactly
+    assert set(dimensions.registry(backend)["product"]) == admitted

@@ -68,9 +68,10 @@ def get_rows(conn, info, rows, select, timestamp, versions, ts_now, stats, shape
         if clauses is None:
             return _shaped(_get_rows(conn, info, rows, select, timestamp, versions, ts_now, stats), shape)
         reader = Reader(conn, clauses, shape)
+        answers = reader.get_rows(rows) if len(rows) > 1 else {row: reader.get_row(row) for row in rows}
         out = []
         for row in rows:
-            cells = reader.get_row(row)
+            cells = answers[row]
             if cells is None:  # read the general way: a column there holds two cells
                 found = _shaped(_get_rows(conn, info, [row], select, timestamp, versions, ts_now,
                                           stats), shape)

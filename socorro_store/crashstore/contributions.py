@@ -12,8 +12,9 @@ facts as counted and applies the difference), counts it alike.
 Not included: the queue counters (moved by whoever takes each pointer), the hang pair (a pair of
 two crash rows) and the unique signatures of an interval (a per-interval marker).
 
-:func:`pointers_of` gives the index pointers the same facts imply that the deriver writes (the
-signature index and the legacy time index): a cut-over store's saves write neither.
+:func:`pointers_of` gives the index rows the same facts imply that the deriver writes (the
+signature, legacy time and hang time indexes; the hang-id rows and pairs are
+:mod:`.hang_pairs`'s): a cut-over store's saves write none of them.
 """
 
 from datetime import datetime

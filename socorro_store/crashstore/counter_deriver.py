@@ -344,18 +344,18 @@ class CounterDeriver:
         facts = {crash_id: facts_of(cells) if cells is not None else None for crash_id, (cells, _keys) in ready.items()}
         if self.admit_many is not None:
             self.admit_many(registry_questions(facts.values()))
-        changes, moved, pointers = [], [], []
+        changes, changed, pointers = [], [], []
         for crash_id in ready:
             was = D.decode_facts(counted.get(D.counted_row(crash_id), {}).get(D.COL_COUNTED))
             now = capped(facts[crash_id], self.admitted)
             if now != was:
                 changes += increments_of(now) + increments_of(was, -1)
-                moved.append((crash_id, was, now))
+                changed.append((crash_id, was, now))
                 pointers += pointer_moves(crash_id, was, now)
-        pairs, hang_rows = derive_hang_pairs(self.backend, moved, {cid: cells for cid, (cells, _k) in ready.items()})
+        pairs, hang_rows = derive_hang_pairs(self.backend, changed, {cid: cells for cid, (cells, _k) in ready.items()})
         changes += pairs
         pointers += hang_rows
-        moved = [(crash_id, now) for crash_id, _was, now in moved]
+        moved = [(crash_id, now) for crash_id, _was, now in changed]
         consumed = [key for _cells, keys in ready.values() for key in keys]
         if not moved and not consumed:
             return True

@@ -70,8 +70,9 @@ Write order, each step one round trip on the critical path (its calls go out at 
    histories (``done``), a stale signature pointer (not cut over), the served priority
    request's queue row (its flag stays, emptied: "none pending", so a request made since is
    never deleted), and the queue table's dead-letter marks: a crash processed at last (even by
-   a save that follows a dead-lettering it did not know about) is no longer a dead letter.  These are idempotent deletes, redone by
-   every save of the crash; the counts are decided before them, so their failure loses none.
+   a save that follows a dead-lettering it did not know about) is no longer a dead letter.
+   These are idempotent deletes, redone by every save of the crash; the counts are decided
+   before them, so their failure loses none.
 
 So a first processing of a crash this store collected costs, per group, four round trips on
 Thrift1 (three where the check-and-put is atomic: step 3 has nothing to send), and two
@@ -184,9 +185,7 @@ class Plan:
             else:  # no N/Y flag (Socorro's happybase rows): counted from the state, as before
                 self.increments += first
                 self.fresh += fresh
-        elif derived:  # the deriver moves its counts and its signature pointer, from the facts it counted it under
-            pass
-        else:
+        elif not derived:  # (on a cut-over store the deriver moves its counts and its signature pointer)
             # A reprocessing moves its counts from the state it read, which two processors (a
             # priority lease taken over) both read: each move is decided by a check-and-put of
             # the cell it changes, from the value read to the new one, so only one save moves it.

@@ -83,11 +83,11 @@ def derive_hang_pairs(backend, moved, cells_of):
         alive = sorted(times[c] for c in now.values() if c in times)
         at = alive[-1] if len(alive) >= 2 else None
         stored = counted.get(D.hang_pair_row(hang_row), {}).get(D.COL_PAIRED)
-        was = _parse_time(stored) if stored else (at if K.COL_PAIRED in found.get(hang_row, {}) else None)
-        if was == at:
+        counted_at = _parse_time(stored) if stored else (at if K.COL_PAIRED in found.get(hang_row, {}) else None)
+        if counted_at == at:
             continue
-        if was is not None:
-            increments += metric_increments(was, [HANG_PAIRS], -1)
+        if counted_at is not None:
+            increments += metric_increments(counted_at, [HANG_PAIRS], -1)
         if at is not None:
             increments += metric_increments(at, [HANG_PAIRS])
         pair_row = D.hang_pair_row(hang_row)

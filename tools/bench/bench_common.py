@@ -15,6 +15,7 @@ import uuid
 from datetime import datetime, timezone
 
 from servers.gateway import proc_rss_kb  # noqa: F401 - re-exported for the benchmarks
+from socorro_store.demo import processed_crash
 
 
 def isolated(url, workdir, tag):
@@ -166,3 +167,62 @@ def start_local_hbase(directory, log, thrift2=False):
     if thrift2:
         servers["thrift2"] = hbase.thrift2.pid
     return hbase, servers
+
+
+def paced_lifecycle(store, data, plans, rate, seconds, collectors, processors, acks, processor_id, idle=None):
+    """Production shape, paced, for the freshness benchmarks.
+
+    ``collectors`` threads (``collector-N``) save the raw crashes of ``data`` (``(raw, dumps,
+    crash id, signature)``), ``rate`` a second between them (0: as fast as they can), for
+    ``seconds``; a crash whose slot falls after the window is not saved, so the rate stays as
+    asked.  ``processors`` threads (``processor-N``) take them 4 at a time, save each processed
+    (``plans``: crash id -> (raw, signature)) and put ``(crash id, ack time)`` on ``acks``, until
+    2 s after the window.  ``idle``: ``(mark, idle_since)`` to charge a poll that took nothing to
+    (see ``bench_derive_freshness._Roles``).  Returns ``{"elapsed", "saved_raw", "processed"}``.
+    """
+    stop = time.monotonic() + seconds
+    feed = iter(data)
+    lock, taken, stored, processed = threading.Lock(), [0], [0], [0]
+    start = time.monotonic()
+
+    def collect():
+        while time.monotonic() < stop:
+            with lock:
+                item = next(feed, None)
+                n = taken[0]
+                taken[0] += 1
+            if item is None:
+                return
+            if rate:
+                delay = start + n / rate - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                if time.monotonic() >= stop:
+                    return
+            raw, dumps, cid, _sig = item
+            store.save_raw_crash(raw, dumps, cid)
+            with lock:
+                stored[0] += 1
+
+    def process(n):
+        while time.monotonic() < stop + 2:
+            got, mark = False, idle[0]() if idle else None
+            for cid in store.new_crashes(processor_id=f"{processor_id}-{n}", limit=4):
+                raw, sig = plans[cid]
+                store.save_processed(processed_crash(raw, cid, sig))
+                acks.put((cid, time.time()))
+                with lock:
+                    processed[0] += 1
+                got = True
+            if not got:
+                if idle:
+                    idle[1](mark)
+                time.sleep(0.01)
+
+    threads = [threading.Thread(target=collect, name=f"collector-{n}") for n in range(collectors)]
+    threads += [threading.Thread(target=process, args=(n,), name=f"processor-{n}") for n in range(processors)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {"elapsed": time.monotonic() - start, "saved_raw": stored[0], "processed": processed[0]}

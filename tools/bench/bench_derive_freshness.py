@@ -45,12 +45,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.bench_common import (
     RoleCalls,
     isolated,
+    paced_lifecycle,
     percentile,
     start_local_hbase,
     with_pool_size,
 )
 from socorro_store import open_store
-from socorro_store.demo import processed_crash, synthetic_crashes
+from socorro_store.demo import synthetic_crashes
 from socorro_store.schema import derived_keys as D
 from socorro_store.schema import keys as K
 
@@ -145,51 +146,9 @@ def run(url, rate, seconds, collectors, processors, poll_ms):
         store.backend.calls.clear()
         passes0, derived0 = deriver.passes, deriver.derived
         roles = _Roles(store.backend)
-        stop = time.monotonic() + seconds
-        feed = iter(data)
-        lock, saved, stored, processed = threading.Lock(), [0], [0], [0]
-
-        def collect():
-            while time.monotonic() < stop:
-                with lock:
-                    item = next(feed, None)
-                    n = saved[0]
-                    saved[0] += 1
-                if item is None:
-                    return
-                if rate:
-                    delay = start + n / rate - time.monotonic()
-                    if delay > 0:
-                        time.sleep(delay)
-                    if time.monotonic() >= stop:  # its slot fell after the window: the rate stays as asked
-                        return
-                raw, dumps, cid, _sig = item
-                store.save_raw_crash(raw, dumps, cid)
-                with lock:
-                    stored[0] += 1
-
-        def process(n):
-            while time.monotonic() < stop + 2:
-                got, mark = False, roles.mark()
-                for cid in store.new_crashes(processor_id=f"bench-derive-{n}", limit=4):
-                    raw, sig = plans[cid]
-                    store.save_processed(processed_crash(raw, cid, sig))
-                    acks.put((cid, time.time()))
-                    with lock:
-                        processed[0] += 1
-                    got = True
-                if not got:
-                    roles.idle_since(mark)
-                    time.sleep(0.01)
-
-        start = time.monotonic()
-        threads = [threading.Thread(target=collect, name=f"collector-{n}") for n in range(collectors)]
-        threads += [threading.Thread(target=process, args=(n,), name=f"processor-{n}") for n in range(processors)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        elapsed = time.monotonic() - start
+        run = paced_lifecycle(store, data, plans, rate, seconds, collectors, processors, acks, "bench-derive",
+                              idle=(roles.mark, roles.idle_since))
+        elapsed = run["elapsed"]
         acks.put(None)
         outcome = results.get()
         observer.join()
@@ -199,10 +158,10 @@ def run(url, rate, seconds, collectors, processors, poll_ms):
         status = store.derivation_status()
         passes, derived = deriver.passes - passes0, deriver.derived - derived0
     lags = sorted(outcome["lags"])
-    n = processed[0]
+    n = run["processed"]
     return {"rate_asked": rate, "seconds": seconds, "elapsed_s": round(elapsed, 1), "processed": n,
-            "processed_per_s": round(n / seconds, 1), "saved_raw": stored[0],
-            "saved_raw_per_s": round(stored[0] / seconds, 1), "seen": len(lags),
+            "processed_per_s": round(n / seconds, 1), "saved_raw": run["saved_raw"],
+            "saved_raw_per_s": round(run["saved_raw"] / seconds, 1), "seen": len(lags),
             "never_seen": outcome["never_seen"], "waiting_at_end": status["waiting"],
             "lag_at_end_s": status["lag_seconds"], "deriver_failures": status.get("failures"),
             "lag_s": {"p50": round(percentile(lags, 0.5), 3), "p90": round(percentile(lags, 0.9), 3),

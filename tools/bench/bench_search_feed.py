@@ -22,16 +22,15 @@ import queue
 import random
 import sys
 import tempfile
-import threading
 import time
 from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.bench_common import percentile  # noqa: E402
+from bench.bench_common import paced_lifecycle, percentile  # noqa: E402
 
 from socorro_store import open_store  # noqa: E402
-from socorro_store.demo import processed_crash, synthetic_crashes  # noqa: E402
+from socorro_store.demo import synthetic_crashes  # noqa: E402
 
 
 def _observer(url, search_url, acks, results, poll_s):
@@ -76,46 +75,8 @@ def run(url, search_url, rate, seconds, collectors, processors, poll_ms):
         store.create_tables()
         observer = ctx.Process(target=_observer, args=(url, search_url, acks, results, poll_ms / 1000))
         observer.start()
-        stop = time.monotonic() + seconds
-        feed = iter(data)
-        lock, saved, processed = threading.Lock(), [0], [0]
-
-        def collect():
-            while time.monotonic() < stop:
-                with lock:
-                    item = next(feed, None)
-                    n = saved[0]
-                    saved[0] += 1
-                if item is None:
-                    return
-                if rate:
-                    delay = start + n / rate - time.monotonic()
-                    if delay > 0:
-                        time.sleep(delay)
-                raw, dumps, cid, _sig = item
-                store.save_raw_crash(raw, dumps, cid)
-
-        def process(n):
-            while time.monotonic() < stop + 2:
-                got = False
-                for cid in store.new_crashes(processor_id=f"bench-feed-{n}", limit=4):
-                    raw, sig = plans[cid]
-                    store.save_processed(processed_crash(raw, cid, sig))
-                    acks.put((cid, time.time()))
-                    with lock:
-                        processed[0] += 1
-                    got = True
-                if not got:
-                    time.sleep(0.01)
-
-        start = time.monotonic()
-        threads = [threading.Thread(target=collect) for _ in range(collectors)]
-        threads += [threading.Thread(target=process, args=(n,)) for n in range(processors)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        elapsed = time.monotonic() - start
+        run = paced_lifecycle(store, data, plans, rate, seconds, collectors, processors, acks, "bench-feed")
+        elapsed = run["elapsed"]
         acks.put(None)
         outcome = results.get()
         observer.join()
@@ -123,13 +84,14 @@ def run(url, search_url, rate, seconds, collectors, processors, poll_ms):
         feed = store.search._feed
         passes = feed.passes if feed is not None else 0
     lags = sorted(outcome["lags"])
-    return {"rate_asked": rate, "seconds": round(elapsed, 1), "processed": processed[0],
-            "processed_per_s": round(processed[0] / seconds, 1), "found": len(lags),
+    n = run["processed"]
+    return {"rate_asked": rate, "seconds": round(elapsed, 1), "processed": n,
+            "processed_per_s": round(n / seconds, 1), "found": len(lags),
             "never_found": outcome["never_found"], "pending_at_end": status["pending"],
             "lag_s": {"p50": round(percentile(lags, 0.5), 3), "p90": round(percentile(lags, 0.9), 3),
                       "p99": round(percentile(lags, 0.99), 3), "max": round(lags[-1], 3) if lags else None},
             "poll_ms": poll_ms, "feed_passes": passes,
-            "crashes_per_feed_pass": round(processed[0] / passes, 1) if passes else None}
+            "crashes_per_feed_pass": round(n / passes, 1) if passes else None}
 
 
 def main(argv=None):

@@ -8,6 +8,7 @@ Run the tools from a worktree root with ``PYTHONPATH=.`` so they measure that ch
 
 import collections
 import os
+import queue
 import resource
 import threading
 import time
@@ -226,3 +227,18 @@ def paced_lifecycle(store, data, plans, rate, seconds, collectors, processors, a
     for thread in threads:
         thread.join()
     return {"elapsed": time.monotonic() - start, "saved_raw": stored[0], "processed": processed[0]}
+
+
+def drain_acks(acks, pending, wait_s):
+    """Move the ``(crash id, ack time)`` items arriving on ``acks`` within ``wait_s`` seconds into
+    ``pending`` (a freshness observer's poll); True when the end marker (None) came."""
+    deadline, ended = time.time() + wait_s, False
+    while True:
+        try:
+            item = acks.get(timeout=max(0.0, deadline - time.time()))
+        except queue.Empty:
+            return ended
+        if item is None:
+            ended = True
+        else:
+            pending[item[0]] = item[1]

@@ -32,7 +32,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import queue
 import random
 import sys
 import tempfile
@@ -44,6 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.bench_common import (
     RoleCalls,
+    drain_acks,
     isolated,
     paced_lifecycle,
     percentile,
@@ -104,17 +104,8 @@ def _observer(url, acks, results, poll_s):
     with open_store(url, search_feed=False) as store:
         done, stop_at = False, None
         while not done or pending:
-            deadline = time.time() + poll_s
-            while True:
-                try:
-                    item = acks.get(timeout=max(0.0, deadline - time.time()))
-                except queue.Empty:
-                    break
-                if item is None:
-                    done = True
-                    stop_at = time.time() + CATCH_UP_SECONDS
-                    continue
-                pending[item[0]] = item[1]
+            if drain_acks(acks, pending, poll_s):
+                done, stop_at = True, time.time() + CATCH_UP_SECONDS
             if done and time.time() > stop_at:
                 break
             ids = list(pending)[:POLL_IDS]

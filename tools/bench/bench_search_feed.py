@@ -18,7 +18,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import queue
 import random
 import sys
 import tempfile
@@ -27,7 +26,7 @@ from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.bench_common import paced_lifecycle, percentile  # noqa: E402
+from bench.bench_common import drain_acks, paced_lifecycle, percentile  # noqa: E402
 
 from socorro_store import open_store  # noqa: E402
 from socorro_store.demo import synthetic_crashes  # noqa: E402
@@ -39,17 +38,8 @@ def _observer(url, search_url, acks, results, poll_s):
     with open_store(url, search_url=search_url, search_feed=False) as store:
         done = False
         while not done or pending:
-            deadline = time.time() + poll_s
-            while True:
-                try:
-                    item = acks.get(timeout=max(0.0, deadline - time.time()))
-                except queue.Empty:
-                    break
-                if item is None:
-                    done = True
-                    stop_at = time.time() + 60  # give the feed a minute to catch up
-                    continue
-                pending[item[0]] = item[1]
+            if drain_acks(acks, pending, poll_s):
+                done, stop_at = True, time.time() + 60  # give the feed a minute to catch up
             if done and time.time() > stop_at:
                 break
             ids = list(pending)[:1000]

@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 import pytest
 
 from socorro_store.backends import open_backend
-from socorro_store.crashstore.counter_deriver import mark_cut_over
+from socorro_store.crashstore.cut_over import mark_cut_over
 from socorro_store.schema.spec_loader import load_specs
 
 

@@ -76,11 +76,11 @@ def counted_live(store):
     """Make ``store`` one written by an older version: no cut-over mark, so its saves increment
     its counters live and ``rollup`` repairs them (what tests of that path need)."""
     from socorro_store.backends import RowMutation  # noqa: PLC0415
-    from socorro_store.crashstore import counter_deriver  # noqa: PLC0415
+    from socorro_store.crashstore import cut_over  # noqa: PLC0415
     from socorro_store.schema import derived_keys as D  # noqa: PLC0415
     from socorro_store.schema import keys as K  # noqa: PLC0415
 
     store.backend.mutate_rows(K.DERIVED, [RowMutation(D.SINCE_ROW, delete_row=True)])
-    counter_deriver.forget(store.backend)
-    assert not counter_deriver.enabled(store.backend)
+    cut_over.forget(store.backend)
+    assert not cut_over.enabled(store.backend)
     return store

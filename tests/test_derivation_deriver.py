@@ -21,7 +21,7 @@ from store_helpers import BASE_TIME, all_rows, counted_live, crash_id, processed
 
 from socorro_store import open_store
 from socorro_store.backends import Increment
-from socorro_store.crashstore import counter_deriver, counters, dimensions
+from socorro_store.crashstore import counter_deriver, counters, cut_over, dimensions
 from socorro_store.crashstore.contributions import stored_counts
 from socorro_store.crashstore.counters import coalesce
 from socorro_store.errors import InvalidArgument
@@ -43,7 +43,7 @@ def truth(backend):
     """``{(table, row, column): count}`` computed from the crash rows alone; an interval's unique
     signatures are the signatures with a crash in it."""
     incs = []
-    for _row, cells in backend.scan(K.CRASH_REPORTS, columns=counter_deriver.ROW_COLUMNS):
+    for _row, cells in backend.scan(K.CRASH_REPORTS, columns=cut_over.ROW_COLUMNS):
         if K.COL_OOID in cells:
             incs += stored_counts(cells)
     out = {(i.table, i.row, i.column): i.amount for i in coalesce(incs + _hang_pair_truth(backend))}
@@ -439,7 +439,7 @@ def test_cut_over_is_refused_beside_socorros_own_code_and_writes_nothing(embedde
         store.backend.increment_many([Increment(K.METRICS, SOCORRO_QUEUE_ROW, COL_SOCORRO_LEGACY_SIZE, 1)])
         with pytest.raises(InvalidArgument, match="Socorro's own code"):
             store.cut_over_counters()
-        assert counter_deriver.cut_over_at(store.backend) is None
+        assert cut_over.cut_over_at(store.backend) is None
         assert list(store.backend.scan(K.DERIVED)) == []
 
 

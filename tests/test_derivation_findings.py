@@ -275,7 +275,7 @@ class ChangedDuringRecount:
         return getattr(self._backend, name)
 
     def get_rows(self, table, *args, **kwargs):
-        from socorro_store.crashstore.counter_deriver import ROW_COLUMNS  # noqa: PLC0415
+        from socorro_store.crashstore.cut_over import ROW_COLUMNS  # noqa: PLC0415
 
         # the recount's read, not the deriver's (which rollup catches up first)
         if table == K.CRASH_REPORTS and self._change is not None and kwargs.get("columns") != ROW_COLUMNS:

@@ -6,7 +6,7 @@ import click
 from ..backends import open_backend
 from ..config import parse_url, with_options
 from ..errors import ConfigError
-from ..crashstore import counter_deriver
+from ..crashstore import counter_deriver, cut_over
 from ..crashstore.search_feed import pending_changes
 from ..schema import keys as K
 from ..schema import table_admin as admin
@@ -89,7 +89,7 @@ def ping(ctx, as_json):
             waiting, age = pending_changes(backend)  # the search feed's
             answer["changes_waiting"] = waiting
             lags = [age]
-            if counter_deriver.enabled(backend):
+            if cut_over.enabled(backend):
                 answer["counters_waiting"], counters_age = counter_deriver.waiting(backend)
                 answer["counters_lag_seconds"] = counters_age and round(counters_age, 3)
                 lags.append(counters_age)

@@ -41,24 +41,28 @@ import logging
 import os
 import threading
 import time
-import weakref
 from datetime import timedelta
 
 from ..backends import RowMutation
-from ..errors import BackendError, BackendUnavailable, ConfigError, InvalidArgument, TableNotFound
+from ..errors import (
+    BackendError,
+    BackendUnavailable,
+    ConfigError,
+    InvalidArgument,
+    TableNotFound,
+)
 from ..schema import change_keys as C
 from ..schema import derived_keys as D
 from ..schema import dimension_keys as DK
 from ..schema import keys as K
 from ..schema.specs import SALTS
 from . import change_records
-from .contributions import COLUMNS as FACT_COLUMNS
 from .contributions import capped, facts_of, increments_of, pointer_moves, registry_questions
 from .counters import UNIQUE_SIGNATURES, coalesce, slack_increments
+from .cut_over import ROW_COLUMNS, enabled
 from .dimensions import Dimensions
 from .hang_pairs import derive_hang_pairs
 from .row_lease import RowLease
-from .states import socorro_queue_counter_exists
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +83,6 @@ LAG_LIMIT_SECONDS = 30.0
 LAG_CHECK_SECONDS = 5.0
 #: the longest a save waits for derivation when the lag is beyond its limit
 PRESSURE_WAIT_SECONDS = 5.0
-#: seconds a process trusts that a store is not cut over (the mark is looked for again after)
-RECHECK_SECONDS = 60.0
-#: what the deriver reads of a crash row: ``flags`` holds ``flags:changed`` too (naming a column
-#: of a family asked for whole would narrow HBase's read of that family to the column)
-ROW_COLUMNS = list(FACT_COLUMNS) + [K.COL_OOID]
-_enabled = weakref.WeakKeyDictionary()  # backend -> (checked at, enabled)
-_enabled_lock = threading.Lock()
 
 
 #: ``background`` (the default) or ``inline``: whether a saving process derives from a thread of its own
@@ -100,41 +97,6 @@ def derive_in_background():
     if mode not in ("background", "inline"):
         raise ConfigError(f"{DERIVE_ENV_VAR} must be background or inline, not {mode!r}")
     return mode == "background"
-
-
-def enabled(backend, now=time.monotonic):
-    """Whether ``backend``'s store is cut over: its counters are derived, not incremented live
-    (the ``~derive/since`` mark; a store without the ``crash_report_derived`` table is not)."""
-    with _enabled_lock:
-        found = _enabled.get(backend)
-    if found is None or (not found[1] and now() - found[0] > RECHECK_SECONDS):
-        found = (now(), cut_over_at(backend) is not None)
-        with _enabled_lock:
-            _enabled[backend] = found
-    return found[1]
-
-
-def forget(backend):
-    """Look for the cut-over mark again at the next save (tables were just created)."""
-    with _enabled_lock:
-        _enabled.pop(backend, None)
-
-
-def cut_over_at(backend):
-    """The UTC ISO time of the store's cut-over to derived counters, or None."""
-    try:
-        raw = backend.get_row(K.DERIVED, D.SINCE_ROW, [D.COL_SINCE]).get(D.COL_SINCE)
-    except TableNotFound:
-        return None
-    return raw.decode("ascii") if raw else None
-
-
-def mark_cut_over(backend, moment):
-    """Write the cut-over mark (see :func:`cut_over`): from now on this store's counters are
-    derived.  Remembered at once for ``backend``."""
-    backend.mutate_rows(K.DERIVED, [RowMutation(D.SINCE_ROW, {D.COL_SINCE: moment.isoformat().encode("ascii")})])
-    with _enabled_lock:
-        _enabled[backend] = (time.monotonic(), True)
 
 
 def catch_up(backend, timeout=60.0):
@@ -171,49 +133,6 @@ def rederive_day(backend, day, admitted):
         return deriver.rederive_day(day)
     finally:
         deriver.close()
-
-
-def cut_over(backend, admitted, now, progress=None, page=500):
-    """Move ``backend``'s store to derived counters; returns ``{"since", "crashes"}``.
-
-    Every crash row's facts are recorded as counted (``derived:counted``: the counters as they
-    stand are taken to count them, so run ``rollup --since`` the first day first on a store that
-    has seen failures), then the mark is written.  Stop every writer of an older version first:
-    it would go on incrementing what the deriver writes.  A store already cut over is left as
-    it is.  ``progress(n)`` is called as crashes are recorded.  InvalidArgument beside Socorro's
-    own code (its queue counter exists): it increments the same counters, so they stay live."""
-    since = cut_over_at(backend)
-    if since is not None:
-        return {"since": since, "crashes": 0}
-    if socorro_queue_counter_exists(backend):
-        raise InvalidArgument("Socorro's own code writes beside this store (its queue counter exists) and increments "
-                              "the same counters: they stay incremented live")
-    done, batch = 0, []
-
-    def flush():
-        if batch:
-            backend.mutate_rows(K.DERIVED, list(batch))
-            if progress is not None:
-                progress(len(batch))
-            batch.clear()
-
-    for row, cells in backend.scan(K.CRASH_REPORTS, columns=ROW_COLUMNS):
-        facts = capped(facts_of(cells), admitted) if K.COL_OOID in cells else None
-        crash_id = cells.get(K.COL_OOID, b"").decode("ascii", "replace")
-        if facts is None:
-            continue
-        try:
-            if row != K.crash_row_key(crash_id):
-                continue  # Socorro's pre-salt key form: never counted by this store
-        except InvalidArgument:
-            continue
-        batch.append(RowMutation(D.counted_row(crash_id), {D.COL_COUNTED: D.encode_facts(facts)}))
-        done += 1
-        if len(batch) >= page:
-            flush()
-    flush()
-    mark_cut_over(backend, now)
-    return {"since": now.isoformat(), "crashes": done}
 
 
 def waiting(backend, limit=10_000):

@@ -489,9 +489,9 @@ class LiveCounters:
         """The store's :class:`~.counter_deriver.CounterDeriver`, started on first use, when the
         store is cut over to derived counters; else None (its saves increment live)."""
         if self._deriver is None:
-            from . import counter_deriver  # the deriver counts with this module's functions
+            from . import counter_deriver, cut_over  # the deriver counts with this module's functions
 
-            if not counter_deriver.enabled(self.backend):
+            if not cut_over.enabled(self.backend):
                 return None
             with self._deriver_lock:
                 if self._deriver is None:

@@ -53,7 +53,7 @@ from ..schema.stored import (
     stored_time,
     time_index_key_forms,
 )
-from . import change_records, counter_deriver, counters
+from . import change_records, counters, cut_over
 from .contributions import stored_counts
 from .crashes import unique_crash_ids
 from .states import queue_pointer_forms, socorro_takes_legacy
@@ -93,7 +93,7 @@ def delete_crashes(backend, crash_ids, missing_ok=False, live_counters=None, on_
     dequeued = _dequeue(backend, present)
     backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(row, delete_row=True) for cid in present for row in keys[cid]
                                           if row in found])
-    derived = counter_deriver.enabled(backend)
+    derived = cut_over.enabled(backend)
     if live_counters is not None and not derived:  # the rows are gone: what they counted goes with them
         live_counters.send([inc for cells in present.values() for inc in stored_counts(cells, -1)])
     deletes = {table: [] for table in _TIME_INDEXES + (K.SIGNATURE_OOID,)}

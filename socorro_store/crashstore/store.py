@@ -14,7 +14,7 @@ from ..schema import keys as K
 from ..schema.table_admin import create_tables
 from ..search.engines import resolve_search_url
 from . import counters, crashes, deletion, grouped_saves, inspect, listings, queue, reports, resubmissions, signature_reports
-from . import counter_deriver
+from . import cut_over
 from .counter_deriver import derive_in_background
 from .group_commit import MAX_GROUP_BYTES, MAX_GROUP_ITEMS, GroupCommit, GroupLanes
 from .queue import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_ATTEMPTS, DEFAULT_RESCAN_SECONDS, QUEUES, HeldClaims, QueuePass, take
@@ -160,13 +160,13 @@ class CrashStore:
             deriver.catch_up(timeout)
 
     def cut_over_counters(self, progress=None, now=None):
-        """Move this store's counters to the deriver (:func:`.counter_deriver.cut_over`): from
+        """Move this store's counters to the deriver (:func:`.cut_over.cut_over`): from
         then on its saves write change records and one process derives every metrics, signature
         and ranking counter from the crash rows.  Returns ``{"since", "crashes"}``."""
         from datetime import datetime, timezone
 
         self.live_counters.settle()
-        return counter_deriver.cut_over(self.backend, self.live_counters.dimensions.admitter(self.backend),
+        return cut_over.cut_over(self.backend, self.live_counters.dimensions.admitter(self.backend),
                                         now or datetime.now(timezone.utc), progress)
 
     def derive(self, timeout=60.0, forever=False):
@@ -183,7 +183,7 @@ class CrashStore:
 
     def derivation_status(self):
         """``{"cut_over": ISO time or None, "waiting", "lag_seconds", "deriving", ...}``."""
-        since = counter_deriver.cut_over_at(self.backend)
+        since = cut_over.cut_over_at(self.backend)
         out = {"cut_over": since, "waiting": 0, "lag_seconds": None, "deriving": False}
         deriver = self.live_counters.deriver() if since is not None else None
         if deriver is not None:
@@ -197,7 +197,7 @@ class CrashStore:
         one it has (:func:`~socorro_store.schema.table_admin.create_tables`).
         """
         report = create_tables(self.backend, codec_map=codec_map)
-        counter_deriver.forget(self.backend)  # a new store is cut over from its creation on
+        cut_over.forget(self.backend)  # a new store is cut over from its creation on
         return report
 
     # -- saving ------------------------------------------------------------------------------

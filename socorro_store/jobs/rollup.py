@@ -60,7 +60,7 @@ import hashlib
 from datetime import date, datetime, timedelta, timezone
 
 from ..checks import is_int, is_number
-from ..crashstore import counter_deriver, counters
+from ..crashstore import counter_deriver, counters, cut_over
 from ..errors import InvalidArgument
 from ..schema import dimension_keys as DK
 from ..schema import keys as K
@@ -441,7 +441,7 @@ def rollup(ctx, backend, until=None, grace_s=DEFAULT_GRACE_S, since=None,
                   "unreadable_rows": 0, "unreadable_examples": [], "kept_intervals": 0, "kept_examples": []}
         ctx.save({"cutoff": _iso(cutoff), "days": days, "next": 0, "report": report}, phase="days")
     stamp = _iso(datetime.now(UTC)).encode()
-    corrector = Corrector(backend, report, derived_store=counter_deriver.enabled(backend))
+    corrector = Corrector(backend, report, derived_store=cut_over.enabled(backend))
     admissions = registry.Admissions(backend)
     # a run that recomputes every day from a day on (the first run, or --since) makes the
     # rankings of those days exact: reports may read them from then on

@@ -12,7 +12,7 @@
 import random
 
 import pytest
-from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+from store_helpers import BASE_TIME, counted_live, crash_id, processed, raw_crash
 
 from socorro_store.errors import InvalidArgument
 from socorro_store.schema import keys as K
@@ -62,7 +62,10 @@ def _inline(store):
     return CrashStore(store.backend, background_counters=False)
 
 
-def test_a_processed_group_costs_its_checks_and_one_call_per_table(store):
+@pytest.mark.parametrize("cut_over", [True, False], ids=["derived", "live"])
+def test_a_processed_group_costs_its_checks_and_one_call_per_table(store, cut_over):
+    if not cut_over:
+        counted_live(store)
     store = _inline(store)
     backend = store.backend
     ids = _queued_crashes(store, GROUP, seed=23)
@@ -73,36 +76,49 @@ def test_a_processed_group_costs_its_checks_and_one_call_per_table(store):
     assert all(store.get_processed(cid)["signature"] == f"sig{i}" for i, cid in enumerate(ids))
     state = store.get_processing_state(ids[0])
     assert state["processed"]
-    # The pointers this store's collector wrote are dequeued by the N -> Y check that counts
-    # the crash; only Socorro's 19-character form (BASE_TIME is a whole second) is checked
-    # pointer by pointer, as another writer (Socorro's new_crashes) may have taken it.
-    foreign = sum(len(time_index_key_forms(cid, BASE_TIME)) - 1 for cid in ids)
-    assert foreign == GROUP
+    # Live, the pointers this store's collector wrote are dequeued by the N -> Y check that
+    # counts the crash; only Socorro's 19-character form (BASE_TIME is a whole second) is
+    # checked pointer by pointer, as another writer (Socorro's new_crashes) may have taken it.
+    # Derived, nothing is counted by a check: one check a crash, its row's existence.
+    foreign = 0 if cut_over else sum(len(time_index_key_forms(cid, BASE_TIME)) - 1 for cid in ids)
+    assert foreign == (0 if cut_over else GROUP)
     if backend.atomic_check_and_put:
-        # the first-processing check writes the row and proves it exists, then the two queues'
-        # foreign pointer takes: three batches of checks
+        # the first-processing check writes the row and proves it exists, then (live) the two
+        # queues' foreign pointer takes: three batches of checks
         if "check_and_put_many" in spent:  # one call per batch (the embedded engine)
-            assert spent["check_and_put_many"] == 3
+            assert spent["check_and_put_many"] == (1 if cut_over else 3)
         else:  # one call per item (Bigtable)
             assert spent["check_and_put"] == GROUP + 2 * foreign
+    elif cut_over:
+        # per crash: the crash row (existence); for the group: the change records, the crash
+        # rows' follow-up cells (the Y and the stamp among them) and the clean-up's two queue
+        # tables (the dead-letter flag is emptied with the row)
+        assert spent["check_and_put"] == GROUP
+        assert spent["mutate_rows"] == 1 + 1 + 2
     else:
         # per crash: the crash row (existence), flags:processed N -> Y, and the foreign key form
         # of its pointer in the two queues
         assert spent["check_and_put"] == 2 * GROUP + 2 * foreign
-        # the change records (the signature pointers are the deriver's), the crash rows'
-        # follow-up cells (one call for the group, not one per crash), the N -> Y checks' change
-        # stamps (one follow-up call for the group: the stamp lands with the Y, never before
-        # it), and the clean-up's two queue tables (the dead-letter flag is emptied with the row)
-        assert spent["mutate_rows"] == 1 + 1 + 1 + 2
+        # the signature pointers and the search feed's change records (two tables), the crash
+        # rows' follow-up cells (one call for the group, not one per crash), the N -> Y checks'
+        # change stamps (one follow-up call for the group: the stamp lands with the Y, never
+        # before it), and the clean-up's two queue tables (the dead-letter flag is emptied with the row)
+        assert spent["mutate_rows"] == 2 + 1 + 1 + 2
+    assert "increment_many" not in spent or not cut_over
     # each count moved once: both queues are back to empty, and the crashes count as processed
     store.flush_counters()
     sizes = store.queue_sizes()
     assert (sizes["standard"], sizes["legacy"], sizes["processed_legacy"]) == (0, 0, GROUP)
 
-def test_own_crashes_are_dequeued_by_their_first_processing_check(store):
+
+@pytest.mark.parametrize("cut_over", [True, False], ids=["derived", "live"])
+def test_own_crashes_are_dequeued_by_their_first_processing_check(store, cut_over):
     """Crashes this store collected, at a time with a fraction (one key form): no pointer check
     at all, one check-and-put a crash where it is atomic, two on Thrift1 (the crash row's
-    existence and its N -> Y, sent at once); the queue counters still move exactly once."""
+    existence and its N -> Y, sent at once; one on a cut-over store, where nothing counts on
+    the N -> Y); the queue counters still move exactly once."""
+    if not cut_over:
+        counted_live(store)
     store = _inline(store)
     backend = store.backend
     submitted = BASE_TIME.replace(microsecond=123456)
@@ -113,7 +129,7 @@ def test_own_crashes_are_dequeued_by_their_first_processing_check(store):
     if backend.atomic_check_and_put:
         assert checks == (1 if "check_and_put_many" in spent else GROUP)
     else:
-        assert checks == 2 * GROUP
+        assert checks == (GROUP if cut_over else 2 * GROUP)
     for cid in ids:  # a second save of each (a retry) checks nothing but its own crash row
         store.save_processed(processed(cid))
     store.flush_counters()

@@ -29,7 +29,7 @@ from socorro_store.jobs.scrutiny import expected_pointers
 from socorro_store.schema import derived_keys as D
 from socorro_store.schema import keys as K
 from socorro_store.schema import ranking_keys as RK
-from socorro_store.schema.stored import stored_time
+from socorro_store.schema.stored import stored_legacy, stored_time
 
 @pytest.fixture
 def store(backend_url):
@@ -53,7 +53,25 @@ def truth(backend):
         if interval is not None and n > 0:
             unique[interval] = unique.get(interval, 0) + 1
     out.update({(K.METRICS, row, counter_deriver.UNIQUE_COLUMN): n for row, n in unique.items()})
+    out.update({key: n for key, n in _queue_truth(backend).items() if n})
     return out
+
+
+def _queue_truth(backend):
+    """``{("queue", name): size}``: the raw crashes of this store's collector not processed yet
+    (standard; legacy with legacy_processing 0), and the pending priority requests."""
+    sizes = dict.fromkeys(QUEUES, 0)
+    for _row, cells in backend.scan(K.CRASH_REPORTS, columns=[b"flags", K.COL_OOID]):
+        if K.COL_OOID not in cells:
+            continue
+        if K.COL_PROCESS_TYPE in cells and cells.get(K.COL_PROCESSED) != b"Y":
+            sizes[("queue", "standard")] += 1
+            sizes[("queue", "legacy")] += stored_legacy(cells.get(K.COL_LEGACY)) == 0
+        sizes[("queue", "priority")] += bool(cells.get(K.COL_PRIORITY))
+    return sizes
+
+
+QUEUES = [("queue", name) for name in ("standard", "legacy", "priority")]
 
 
 def _hang_pair_truth(backend):
@@ -69,8 +87,9 @@ def _hang_pair_truth(backend):
 
 
 def derived(backend):
-    """The non-zero counters the deriver owns, as stored."""
-    out = {}
+    """The non-zero counters the deriver owns, as stored (the queues as their sizes)."""
+    sizes = counters.queue_sizes(backend)
+    out = {key: sizes[key[1]] for key in QUEUES}
     for row, cells in backend.scan(K.METRICS, columns=[b"counters"]):
         if row == K.QUEUE_ROW:
             continue
@@ -136,8 +155,17 @@ def test_counters_equal_the_crash_rows_after_saves_reprocessings_and_deletions(s
     for cid in ids[:10]:  # reprocessed: a new signature, product and error state
         store.save_processed(processed(cid, signature="D", product="Thunderbird", version="9.0", success=False))
     store.delete_crashes(ids[10:16])
+    assert store.enqueue_priority(ids[16:24] + ids[34:38]) == 12  # processed crashes and unprocessed ones
     store.settle()
     assert derived(store.backend) == truth(store.backend)
+    assert store.queue_sizes()["priority"] == 8 + 4
+    for cid in ids[18:20] + ids[34:35]:  # served: out of the priority queue, into the processed one
+        store.save_processed(processed(cid, signature="E"))
+    store.delete_crashes(ids[20:22])  # deleted with their requests pending
+    store.settle()
+    assert derived(store.backend) == truth(store.backend)
+    assert store.queue_sizes()["priority"] == 12 - 3 - 2
+    assert store.queue_sizes()["processed_priority"] == 3
     assert pointers(store.backend) == pointers_truth(store.backend)
     assert store.get_signature_counters("D")  # the reads see it (they settle first)
     assert store.derivation_status()["waiting"] == 0
@@ -177,7 +205,7 @@ def test_saves_write_no_derived_counter_live(store):
     store.save_processed(processed(cid, signature="A"))
     store.live_counters.sender and store.live_counters.sender.settle()
     assert derived(store.backend) == {}  # not one increment: the deriver owns them
-    assert store.backend.get_row(K.METRICS, K.QUEUE_ROW)  # the queue counters stay live
+    assert store.backend.get_row(K.METRICS, K.QUEUE_ROW) == {}  # the queue counters too
     store.settle()
     assert derived(store.backend) == truth(store.backend) != {}
 

@@ -41,7 +41,7 @@ def test_identical_retry_is_a_no_op(store):
     assert all_rows(store.backend) == rows
     # a retry reads (state cells, then the payload of the stored crash) and writes nothing
     assert store.backend.calls["mutate_rows"] == calls["mutate_rows"]
-    assert store.backend.calls["increment_many"] == calls["increment_many"]
+    assert store.backend.calls.get("increment_many") == calls.get("increment_many")
     _assert_once(store, cid)
     assert list(store.new_crashes()) == [cid]
     assert list(store.new_crashes()) == []

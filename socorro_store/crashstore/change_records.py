@@ -13,7 +13,6 @@ import weakref
 from ..backends import RowMutation
 from ..errors import InvalidArgument
 from ..schema import change_keys as C
-from ..schema import derived_keys as D
 from ..schema import keys as K
 
 RECHECK_SECONDS = 60.0
@@ -84,21 +83,15 @@ def record_deletions(backend, crash_ids):
         backend.mutate_rows(K.CHANGES, [mutation for _stamp, mutation in new_records(crash_ids).values()])
 
 
-def record_derived_deletions(backend, crash_ids):
-    """Write a deletion record (``change:derive`` = ``D``) for each deleted crash, once its rows
-    are gone: the deriver takes back what it counted (:mod:`.counter_deriver`).  Returns the
-    records' stamps."""
-    records = new_records(crash_ids, search=False, derive=b"D")
+def record_derived_deletions(backend, crash_ids, expired=False):
+    """Write a deletion record for each deleted crash, once its rows are gone: the deriver
+    takes back what it counted (``change:derive`` = ``D``, :mod:`.counter_deriver`), or, for
+    crashes ``expired`` by retention (``E``), keeps their counts and moves only their queues.
+    Returns the records' stamps."""
+    records = new_records(crash_ids, search=False, derive=b"E" if expired else b"D")
     if records:
         backend.mutate_rows(K.CHANGES, [mutation for _stamp, mutation in records.values()])
     return [stamp for stamp, _mutation in records.values()]
-
-
-def forget_counted(backend, crash_ids):
-    """Drop what the deriver counted deleted crashes under, keeping their counts (retention:
-    the counts of closed days stay when their crashes go)."""
-    if crash_ids:
-        backend.mutate_rows(K.DERIVED, [RowMutation(D.counted_row(cid), delete_row=True) for cid in crash_ids])
 
 
 def read_records(backend, column, start, size):

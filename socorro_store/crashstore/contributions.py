@@ -9,8 +9,9 @@ processing errors).  So whatever counts a crash, the live path, a deletion takin
 back (:func:`stored_counts`) or the deriver (:mod:`.counter_deriver`, which keeps each crash's
 facts as counted and applies the difference), counts it alike.
 
-Not included: the queue counters (moved by whoever takes each pointer), the hang pair (a pair of
-two crash rows) and the unique signatures of an interval (a per-interval marker).
+Not included: the hang pair (a pair of two crash rows) and the unique signatures of an interval
+(a per-interval marker).  The queue counters count events (a crash entering or leaving a
+queue), not a crash's state: :func:`queue_moves` gives them from the facts before and after.
 
 :func:`pointers_of` gives the index rows the same facts imply that the deriver writes (the
 signature, legacy time and hang time indexes; the hang-id rows and pairs are
@@ -58,6 +59,8 @@ def facts_of(cells):
     facts = {"t": submitted.isoformat(), "raw": raw, "proc": proc}
     if raw is not None and cells.get(K.COL_HANG):  # a side of a hang pair (:mod:`.hang_pairs`)
         facts["hang"] = cells[K.COL_HANG]
+    if cells.get(K.COL_PRIORITY):  # a priority request pending (an emptied flag: none)
+        facts["prio"] = True
     return facts
 
 
@@ -106,6 +109,59 @@ def increments_of(facts, amount=1):
     if amount == 1:
         return incs
     return [Increment(inc.table, inc.row, inc.column, inc.amount * amount) for inc in incs]
+
+
+def waiting_in(facts):
+    """The queues a crash counted under ``facts`` waits in: ``standard`` (and ``legacy``, with
+    legacy_processing 0) for a raw crash of this store's collector it has not processed yet,
+    ``priority`` while a priority request is pending."""
+    queues = set()
+    if facts is not None:
+        if facts["raw"] is not None and facts["proc"] is None:
+            queues.add("standard")
+            if facts["raw"][0] == 0:
+                queues.add("legacy")
+        if facts.get("prio"):
+            queues.add("priority")
+    return queues
+
+
+def queue_moves(was, now):
+    """The queue counter increments (``crash_report_queues``) of a crash counted under ``was``
+    now counted under ``now`` (either None: no facts).
+
+    A raw crash of this store's collector is in the standard queue (and the legacy one, with
+    legacy_processing 0) until this store processes it.  Appearing counts an insert, leaving a
+    delete (and, processed, an insert into the processed legacy queue), so ``inserts - deletes``
+    is the crashes waiting, and both only grow, as when each save moved them: a crash saved and
+    processed between two derivations enters and leaves in the same batch.  A priority request
+    made counts an insert of the priority queue; served or deleted, a delete (served, also an
+    insert into the processed priority queue)."""
+    out = {}
+
+    def count(name, yes=True):
+        if yes:
+            out[name] = out.get(name, 0) + 1
+
+    was_raw, now_raw = bool(was and was["raw"] is not None), bool(now and now["raw"] is not None)
+    was_in, now_in = "standard" in waiting_in(was), "standard" in waiting_in(now)
+    entered = now_raw and (not was_raw or (now_in and not was_in))  # saved, or resubmitted after processing
+    left = (was_in or (now_raw and not was_raw)) and not now_in
+    if entered:
+        count("inserts_unprocessed")
+        count("inserts_unprocessed_legacy", now["raw"][0] == 0)
+    if left:
+        legacy = (was if was_raw else now)["raw"][0] == 0
+        count("deletes_unprocessed")
+        count("deletes_unprocessed_legacy", legacy)
+        count("inserts_processed_legacy", legacy and now is not None)
+    was_prio, now_prio = "priority" in waiting_in(was), "priority" in waiting_in(now)
+    if now_prio and not was_prio:
+        count("inserts_unprocessed_priority")
+    elif was_prio and not now_prio:
+        count("deletes_unprocessed_priority")
+        count("inserts_processed_priority", now is not None)
+    return counters.queue_increments(**out)
 
 
 def pointers_of(crash_id, facts):

@@ -57,8 +57,8 @@ from ..schema import dimension_keys as DK
 from ..schema import keys as K
 from ..schema.specs import SALTS
 from . import change_records
-from .contributions import capped, facts_of, increments_of, pointer_moves, registry_questions
-from .counters import UNIQUE_SIGNATURES, coalesce, slack_increments
+from .contributions import capped, facts_of, increments_of, pointer_moves, queue_moves, registry_questions, waiting_in
+from .counters import QUEUE_SUFFIXES, UNIQUE_SIGNATURES, coalesce, read_counters, slack_increments
 from .cut_over import ROW_COLUMNS, enabled
 from .dimensions import Dimensions
 from .hang_pairs import derive_hang_pairs
@@ -73,6 +73,10 @@ BATCH = 200
 #: records read per pass while passes come back full (a backlog)
 MAX_BATCH = 3200
 IDLE_SECONDS = 0.5
+#: record kinds of a crash whose rows are gone: a deletion (its counts taken back) and retention
+#: (its counts stay)
+DELETED, EXPIRED = b"D", b"E"
+GONE = frozenset((DELETED, EXPIRED))
 #: how long a deriver woken by a save (or busy with fewer records than a batch) waits for more
 #: saves before its pass: a derived fact is visible about this much after its save, at most
 #: twice this under a steady stream
@@ -120,6 +124,16 @@ def admitting_deriver(backend, dimensions, background):
     :class:`~.dimensions.Dimensions`), admitting new values by arrival."""
     return CounterDeriver(backend, dimensions.admitter(backend), background=background,
                           admit_many=lambda asked: dimensions.admit_many(backend, asked))
+
+
+def rederive_queues(backend, timeout=60.0):
+    """:meth:`CounterDeriver.rederive_queues` by a deriver of its own (``reconcile-queue`` on a
+    cut-over store)."""
+    deriver = CounterDeriver(backend, lambda field, value, product: True, background=False)
+    try:
+        return deriver.rederive_queues(timeout)
+    finally:
+        deriver.close()
 
 
 def rederive_day(backend, day, admitted):
@@ -216,22 +230,27 @@ class CounterDeriver:
         return records
 
     def _ready(self, records, rows):
-        """``{crash id: (cells or None when gone, [record keys ready])}`` and the count kept."""
-        now, ready, kept = time.time_ns(), {}, 0
+        """``{crash id: (cells or None when gone, [record keys ready])}``, the count kept, and the
+        crashes gone by retention (records ``E`` only: their counts stay, their queues move)."""
+        now, ready, kept, expired = time.time_ns(), {}, 0, set()
         for crash_id, recs in records.items():
             cells = rows.get(K.crash_row_key(crash_id), {})
             old = [now - C.stamp_time_ns(stamp) > self.pending_ns for _key, stamp, _kind in recs]
+            kinds = {kind for _key, _stamp, kind in recs}
             if K.COL_OOID in cells:
                 landed = cells.get(K.COL_CHANGED, b"")
-                keys = [key for (key, stamp, kind), aged in zip(recs, old) if kind == b"D" or stamp <= landed or aged]
+                keys = [key for (key, stamp, kind), aged in zip(recs, old)
+                        if kind in GONE or stamp <= landed or aged]
             else:  # deleted, or a raw save whose row is still in flight
-                deleted = any(kind == b"D" for _key, _stamp, kind in recs)
+                deleted = bool(kinds & GONE)
                 keys = [key for (key, _stamp, _kind), aged in zip(recs, old) if deleted or aged]
                 cells = None
+                if EXPIRED in kinds and DELETED not in kinds:
+                    expired.add(crash_id)
             kept += len(recs) - len(keys)
             if keys:
                 ready[crash_id] = (cells, keys)
-        return ready, kept
+        return ready, kept, expired
 
     def derive_pass(self):
         """One pass over up to ``batch`` records; ``{"records", "derived", "kept"}``, or None
@@ -247,34 +266,40 @@ class CounterDeriver:
             self.passes += 1
             rows = self.backend.get_rows(K.CRASH_REPORTS, [K.crash_row_key(cid) for cid in records],
                                          columns=ROW_COLUMNS)
-            ready, out["kept"] = self._ready(records, rows)
+            ready, out["kept"], expired = self._ready(records, rows)
             # in the order the saves were made: the registry admits values by arrival
             ready = dict(sorted(ready.items(), key=lambda item: min(item[1][1])[-C.STAMP_LEN:]))
-            if ready and not self._derive(ready):
+            if ready and not self._derive(ready, expired):
                 return None  # the lease was lost: the new holder derives these records
             out["derived"] = len(ready)
             return out
 
-    def _derive(self, ready):
+    def _derive(self, ready, expired=frozenset()):
         """Bring the counters of ``ready`` (``{crash id: (cells or None when gone, [record keys
         consumed])}``) to what their rows hold (steps 3 to 5 of the module docstring); False
-        when the lease was lost (nothing written)."""
+        when the lease was lost (nothing written).  A crash of ``expired`` (gone by retention)
+        keeps its counts: only its queues move, and what it was counted under goes."""
         counted = self.backend.get_rows(K.DERIVED, [D.counted_row(cid) for cid in ready], columns=[D.COL_COUNTED])
         facts = {crash_id: facts_of(cells) if cells is not None else None for crash_id, (cells, _keys) in ready.items()}
         if self.admit_many is not None:
             self.admit_many(registry_questions(facts.values()))
-        changes, changed, pointers = [], [], []
+        changes, changed, pointers, retired = [], [], [], []
         for crash_id in ready:
             was = D.decode_facts(counted.get(D.counted_row(crash_id), {}).get(D.COL_COUNTED))
             now = capped(facts[crash_id], self.admitted)
-            if now != was:
-                changes += increments_of(now) + increments_of(was, -1)
-                changed.append((crash_id, was, now))
-                pointers += pointer_moves(crash_id, was, now)
+            if now == was:
+                continue
+            changes += queue_moves(was, now)
+            if crash_id in expired:
+                retired.append((crash_id, None))
+                continue
+            changes += increments_of(now) + increments_of(was, -1)
+            changed.append((crash_id, was, now))
+            pointers += pointer_moves(crash_id, was, now)
         pairs, hang_rows = derive_hang_pairs(self.backend, changed, {cid: cells for cid, (cells, _k) in ready.items()})
         changes += pairs
         pointers += hang_rows
-        moved = [(crash_id, now) for crash_id, _was, now in changed]
+        moved = [(crash_id, now) for crash_id, _was, now in changed] + retired
         consumed = [key for _cells, keys in ready.values() for key in keys]
         if not moved and not consumed:
             return True
@@ -299,12 +324,9 @@ class CounterDeriver:
         a record: ``rollup``'s repair, under the day's admission (``admitted`` of this deriver:
         a crash counted under a value the day no longer admits moves to ``##other##``, and
         back).  Waits for the lease up to ``timeout`` seconds; returns the crashes read."""
-        deadline, read = time.monotonic() + timeout, 0
+        read = 0
         with self._lock:
-            while not self._hold_lease():
-                if time.monotonic() > deadline:
-                    raise BackendUnavailable(f"the derivation lease stayed held elsewhere for {timeout:g}s")
-                time.sleep(0.05)
+            self._wait_for_lease(timeout)
             for id_day in (day, day + timedelta(days=1)):  # an id may be dated the day after its submission
                 for salt in SALTS:
                     prefix = K.crash_day_prefix(salt, id_day)
@@ -322,6 +344,43 @@ class CounterDeriver:
                             break
                         start = page[-1][0] + b"\x00"
         return read
+
+    def rederive_queues(self, timeout=60.0):
+        """Set the queue sizes (``deletes_X``, so that ``inserts_X - deletes_X`` is the size) to
+        the crashes waiting in each queue by the facts this deriver counted, once caught up,
+        under the lease and through the journal like a batch: ``reconcile-queue`` on a cut-over
+        store.  Needed only after an upgrade from a version whose saves moved them.  A priority
+        request pending since before that upgrade is left out (its facts do not say it): it
+        leaves the count it never entered when served.  Returns ``{"before", "after",
+        "corrected"}``."""
+        self.catch_up(timeout)
+        sizes = {"standard": 0, "legacy": 0, "priority": 0}
+        with self._lock:
+            self._wait_for_lease(timeout)
+            for row, cells in self.backend.scan(K.DERIVED, columns=[D.COL_COUNTED]):
+                if D.is_counted_row(row):  # not the mark, the lease or a hang pair's
+                    for queue in waiting_in(D.decode_facts(cells.get(D.COL_COUNTED))):
+                        sizes[queue] += 1
+            live = read_counters(self.backend, K.METRICS, K.QUEUE_ROW)
+            before, cells = {}, []
+            for queue, suffix in QUEUE_SUFFIXES.items():
+                inserts, deletes = live.get("inserts_" + suffix, 0), live.get("deletes_" + suffix, 0)
+                before[queue] = inserts - deletes
+                if before[queue] != sizes[queue]:
+                    cells.append((K.METRICS, K.QUEUE_ROW, K.counter_column("deletes_" + suffix), inserts - sizes[queue]))
+            if cells and not self.lease.put_fenced({D.COL_JOURNAL: D.encode_journal(cells, [], [], [])}):
+                raise BackendUnavailable("the derivation lease was lost while setting the queue sizes")
+            if cells:
+                self._journaled = True
+                self._apply(cells, [], [])
+        return {"before": before, "after": sizes, "corrected": len(cells)}
+
+    def _wait_for_lease(self, timeout):
+        deadline = time.monotonic() + timeout
+        while not self._hold_lease():
+            if time.monotonic() > deadline:
+                raise BackendUnavailable(f"the derivation lease stayed held elsewhere for {timeout:g}s")
+            time.sleep(0.05)
 
     def _rederive(self, batch):
         n = len(batch)

@@ -105,6 +105,8 @@ QUEUE_COUNTERS = (
     "inserts_processed_priority", "deletes_processed_priority",
     "inserts_processed_legacy", "deletes_processed_legacy",
 )
+#: queue name -> the suffix of its two counters (``inserts_`` + suffix, ``deletes_`` + suffix)
+QUEUE_SUFFIXES = {"standard": "unprocessed", "legacy": "unprocessed_legacy", "priority": "unprocessed_priority"}
 SUBMITTED = "submitted_crash_reports"
 HANG_PAIRS = "submitted_crash_report_hang_pairs"
 PROCESSING_ERRORS = "crash_report_processing_errors"

@@ -217,12 +217,9 @@ def write_raw(backend, crashes, live_counters):
             stamps.append(changes[crash.crash_id][0])
             crash.puts[K.COL_CHANGED] = stamps[-1]  # lands with the row: the deriver's proof it landed
     backend.mutate_tables(index)  # every pointer is stored before any crash row
-    increments = []
-    for crash in crashes:
-        if derived:
-            increments += counters.queue_increments(inserts_unprocessed=1, inserts_unprocessed_legacy=int(crash.legacy == 0))
-        else:
-            increments += counters.submit_increments(crash.submitted, crash.legacy, crash.process_type, crash.puts)
+    increments = [] if derived else [  # else the deriver counts them, queues included
+        inc for crash in crashes for inc in counters.submit_increments(crash.submitted, crash.legacy,
+                                                                       crash.process_type, crash.puts)]
     try:
         backend.mutate_rows(K.CRASH_REPORTS, [crash.row_mutation() for crash in crashes])
     except (BackendUnavailable, BackendError):
@@ -316,16 +313,25 @@ def enqueue_priority(backend, crash_ids, now, live_counters):
     if not todo:
         return revived
     stamp = K.format_timestamp(now)
-    backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(K.priority_key(cid, now), {K.COL_OOID: cid.encode("ascii")})
-                                             for cid in todo])
+    first = {K.UNPROCESSED_FLAG: [RowMutation(K.priority_key(cid, now), {K.COL_OOID: cid.encode("ascii")})
+                                  for cid in todo]}
+    changes = {}
+    if live_counters.deriver() is not None:  # counted by the deriver: a change record with the pointer
+        changes = change_records.new_records(todo, search=False, derive=b"S")
+        first[K.CHANGES] = [mutation for _stamp, mutation in changes.values()]
+    backend.mutate_tables(first)
     won = backend.check_and_put_many(K.CRASH_REPORTS, [
-        (K.crash_row_key(cid), K.COL_PRIORITY, None, {K.COL_PRIORITY: stamp}) for cid in todo])
+        (K.crash_row_key(cid), K.COL_PRIORITY, None,
+         {K.COL_PRIORITY: stamp, **({K.COL_CHANGED: changes[cid][0]} if changes else {})}) for cid in todo])
     lost = [cid for cid, ok in zip(todo, won) if not ok]
     gone = _vanished(backend, [cid for cid, ok in zip(todo, won) if ok])
-    if gone:  # deleted since their state was read: the flag just put (a stub row) and the pointer go
+    if gone:  # deleted since their state was read: the flag just put (a stub row), the pointer and the record go
         backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(cid), delete_row=True) for cid in gone])
-        backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(K.priority_key(cid, now), delete_row=True)
-                                                 for cid in gone])
+        backend.mutate_tables({
+            K.UNPROCESSED_FLAG: [RowMutation(K.priority_key(cid, now), delete_row=True) for cid in gone],
+            K.CHANGES: [RowMutation(changes[cid][1].row, delete_row=True) for cid in gone if cid in changes]})
+    if lost and changes:  # our records go: the rows never got their stamps
+        backend.mutate_rows(K.CHANGES, [RowMutation(changes[cid][1].row, delete_row=True) for cid in lost])
     if lost:  # another request got there first: its pointer stands, ours goes...
         flags = backend.get_rows(K.CRASH_REPORTS, [K.crash_row_key(cid) for cid in lost], columns=[K.COL_PRIORITY])
         ours = [cid for cid in lost  # ...unless both were made in the same microsecond (same row)
@@ -334,7 +340,9 @@ def enqueue_priority(backend, crash_ids, now, live_counters):
             backend.mutate_rows(K.UNPROCESSED_FLAG, [RowMutation(K.priority_key(cid, now), delete_row=True)
                                                      for cid in ours])
     queued = len(todo) - len(lost) - len(gone)
-    if queued:
+    if changes:
+        live_counters.changed([stamp for cid, (stamp, _m) in changes.items() if cid not in gone])
+    elif queued:
         live_counters.send(counters.queue_increments(inserts_unprocessed_priority=queued))
     return queued + revived
 

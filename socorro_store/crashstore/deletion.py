@@ -20,12 +20,13 @@ the crash row accounts for (``metrics``, ``crash_report_signatures``, the rankin
 later ``rollup`` of the day finds nothing to correct.  What stays: the first-seen markers, the
 unique-signature and hang-pair counts (``rollup`` recounts them from the crash rows left), and
 every count when no ``live_counters`` is given (retention: old crashes go, their closed days'
-counts stay).  On a cut-over store the deriver takes them back: a deletion record per crash,
-derived before this returns (:mod:`.counter_deriver`); retention drops what they were counted
-under instead.
+counts stay).  On a cut-over store the deriver takes them back: a deletion record per crash
+(``D``), derived before this returns (:mod:`.counter_deriver`); retention writes a record of its
+own (``E``): the deriver keeps the crashes' counts and moves only their queues.
 
-What moves: the queue sizes (``crash_report_queues``) of a crash deleted while queued, as a save
-moves them, decided by the same checks so that a deletion racing a save moves them once
+What moves: the queue sizes (``crash_report_queues``) of a crash deleted while queued.  On a
+cut-over store the deriver moves them, from the same records.  Else they move as a save moves
+them, decided by the same checks so that a deletion racing a save moves them once
 (:func:`_dequeue`): this store's own standard pointer by the crash row's ``flags:processed``
 N -> Y (whoever wins it, save or deletion, dequeues it; its legacy pointer too, except beside
 Socorro's code, whose processors take those), any other pointer by its own check, a
@@ -53,7 +54,7 @@ from ..schema.stored import (
     stored_time,
     time_index_key_forms,
 )
-from . import change_records, counters, cut_over
+from . import change_records, counter_deriver, counters, cut_over
 from .contributions import stored_counts
 from .crashes import unique_crash_ids
 from .states import queue_pointer_forms, socorro_takes_legacy
@@ -90,10 +91,10 @@ def delete_crashes(backend, crash_ids, missing_ok=False, live_counters=None, on_
             raise CrashIDNotFound(f"no crash {crash_id}")
     if not present:
         return []
-    dequeued = _dequeue(backend, present)
+    derived = cut_over.enabled(backend)
+    dequeued = [] if derived else _dequeue(backend, present)
     backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(row, delete_row=True) for cid in present for row in keys[cid]
                                           if row in found])
-    derived = cut_over.enabled(backend)
     if live_counters is not None and not derived:  # the rows are gone: what they counted goes with them
         live_counters.send([inc for cells in present.values() for inc in stored_counts(cells, -1)])
     deletes = {table: [] for table in _TIME_INDEXES + (K.SIGNATURE_OOID,)}
@@ -145,8 +146,9 @@ def delete_crashes(backend, crash_ids, missing_ok=False, live_counters=None, on_
         live_counters.changed(change_records.record_derived_deletions(backend, list(present)))
         # and consumes the records (the last rows naming the crashes) before this returns
         live_counters.settle()
-    elif derived:  # retention: their counts stay, what they were counted under goes
-        change_records.forget_counted(backend, list(present))
+    elif derived:  # retention: their counts stay; the deriver moves their queues, forgets the rest
+        change_records.record_derived_deletions(backend, list(present), expired=True)
+        counter_deriver.catch_up(backend)  # before this returns, as above
     if on_deleted is not None:
         on_deleted(sorted(present))
     return list(present)

@@ -30,12 +30,13 @@ save whose check-and-put applies sends it:
   not counted again.  So a counter moves only for a pointer this store dequeued, and after
   ``reconcile-queue`` set the counters to the pointers there are, they stay equal to them.
 
-On a cut-over store (:mod:`.counter_deriver`) the signature, processing-error, dimension and
-unique-signature counts are not the save's: it writes a change record, and the deriver moves
-the crash from what it was counted under to what its row holds, so the reprocessing checks
-above are not made (their cells go with the row), nor is the first-seen detection.  The
-deriver writes its signature pointer too (and deletes the stale one).  The queue counters
-stay here.
+On a cut-over store (:mod:`.counter_deriver`) no count is the save's, the queue counters
+included: it writes a change record, and the deriver moves the crash from what it was counted
+under to what its row holds.  So none of the checks above is made but the priority request's
+(which keeps a request made since from being erased): the first processing's ``Y``, the new
+signature and error go with the row's other cells, the queue pointers go with the clean-up,
+and there is no first-seen detection.  The deriver writes its signature pointer too (and
+deletes the stale one).
 
 A save that loses a check counted nothing for it: another save of the same crash did.  (Two
 processors that give one crash different signatures leave it counted under the first one to
@@ -76,7 +77,9 @@ Write order, each step one round trip on the critical path (its calls go out at 
 
 So a first processing of a crash this store collected costs, per group, four round trips on
 Thrift1 (three where the check-and-put is atomic: step 3 has nothing to send), and two
-check-and-puts per crash (one); beside Socorro's code, one more for a legacy crash.
+check-and-puts per crash (one); beside Socorro's code, one more for a legacy crash.  On a
+cut-over store, three round trips and one check-and-put per crash on every backend (the row's
+existence check; step 3 sends only a served priority request's).
 
 Upgrading: a save by an older version of this library takes our-form pointers by their own
 check, which a save by this version no longer empties; with both versions processing one
@@ -155,23 +158,25 @@ class Plan:
             self.claims_done.append(form)
             if legacy:
                 self.cleanup[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
-        for form in others:  # a pointer another writer may take: taken by its own check
-            self.takes[K.UNPROCESSED_FLAG].append(form)
-        if legacy:
-            self.takes[K.LEGACY_UNPROCESSED_FLAG] += others
-            if own_form is not None and socorro_beside:  # Socorro's processors take ours too
-                self.takes[K.LEGACY_UNPROCESSED_FLAG].append(own_form)
+        if not derived:  # (the deriver moves a cut-over store's queue counters: the clean-up takes them)
+            for form in others:  # a pointer another writer may take: taken by its own check
+                self.takes[K.UNPROCESSED_FLAG].append(form)
+            if legacy:
+                self.takes[K.LEGACY_UNPROCESSED_FLAG] += others
+                if own_form is not None and socorro_beside:  # Socorro's processors take ours too
+                    self.takes[K.LEGACY_UNPROCESSED_FLAG].append(own_form)
         # Whatever the state said: a dead-lettering may have happened since it was read.
         self.cleanup[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash.crash_id), delete_row=True))
-        if not state["processed"]:
+        # On a cut-over store nothing counts on a transition (the deriver counts from the row):
+        # the Y and the stamp go with the row's other cells, with no check of their own.
+        if not derived and not state["processed"]:
             first = counters.queue_increments(inserts_processed_legacy=int(legacy))
             if own_form is not None:  # the pointers this store's collector counted, dequeued once
                 first += counters.queue_increments(deletes_unprocessed=1,
                                                    deletes_unprocessed_legacy=int(legacy and not socorro_beside))
-            if not derived:  # else the deriver counts them, from the crash row
-                first += counters.signature_increments(crash.signature, submitted, cells=dimension_cells)
-                if crash.error:
-                    first += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS])
+            first += counters.signature_increments(crash.signature, submitted, cells=dimension_cells)
+            if crash.error:
+                first += counters.metric_increments(submitted, [counters.PROCESSING_ERRORS])
             fresh = [(crash.signature, submitted)]
             if state.get("processed_flag") == FLAG_UNPROCESSED:
                 del puts[K.COL_PROCESSED]  # written by the check-and-put that decides who counts
@@ -185,7 +190,7 @@ class Plan:
             else:  # no N/Y flag (Socorro's happybase rows): counted from the state, as before
                 self.increments += first
                 self.fresh += fresh
-        elif not derived:  # (on a cut-over store the deriver moves its counts and its signature pointer)
+        elif not derived:
             # A reprocessing moves its counts from the state it read, which two processors (a
             # priority lease taken over) both read: each move is decided by a check-and-put of
             # the cell it changes, from the value read to the new one, so only one save moves it.
@@ -208,7 +213,8 @@ class Plan:
             priority_row = K.priority_key(crash.crash_id, requested)
             self.cleanup[K.UNPROCESSED_FLAG].append(RowMutation(priority_row, delete_row=True))
             self.claims_done.append(priority_row)
-            served = counters.queue_increments(deletes_unprocessed_priority=1, inserts_processed_priority=1)
+            served = [] if derived else counters.queue_increments(deletes_unprocessed_priority=1,
+                                                                  inserts_processed_priority=1)
             # the request is served once, emptied by a check-and-put; the empty flag stays (it
             # means "none pending"): a clean-up deleting it would delete a request made since
             self.checks.append((row, K.COL_PRIORITY, state["priority"], {K.COL_PRIORITY: b""}, served, []))

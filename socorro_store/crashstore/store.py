@@ -365,7 +365,7 @@ class CrashStore:
                                                settle=self.live_counters.settle)
 
     def queue_sizes(self):
-        self.live_counters.settle(derived=False)  # this store's counters first: it reads its own writes
+        self.live_counters.settle()  # this store's saves first (derived, on a cut-over store): it reads its own writes
         return counters.queue_sizes(self.backend)
 
     def set_active_installations(self, product, date, count):

@@ -70,7 +70,7 @@ from datetime import datetime, timedelta, timezone
 
 from ..backends.base import RowMutation
 from ..checks import is_number
-from ..crashstore import counter_deriver, counters
+from ..crashstore import counter_deriver, counters, cut_over
 from ..errors import InvalidArgument
 from ..schema import keys as K
 from ..schema.crash_facts import stored_process_type
@@ -494,11 +494,16 @@ def reconcile_queue(backend):
     whose crash row exists.  ``deletes_X`` is rewritten (a put) so that the difference is true;
     ``inserts_X`` keeps its history.  The processed queues have no index to count from (no
     downstream feeder in this library) and are left alone.
+
+    On a cut-over store the deriver owns these counters: they are set again by the deriver, from
+    the crashes it counted as waiting (:func:`~socorro_store.crashstore.counter_deriver.rederive_queues`).
     """
+    if cut_over.enabled(backend):
+        return counter_deriver.rederive_queues(backend)
     live = counters.read_counters(backend, K.METRICS, K.QUEUE_ROW)
     before = counters.queue_sizes(backend)
     actual = count_queues(backend)
-    suffix = {"standard": "unprocessed", "legacy": "unprocessed_legacy", "priority": "unprocessed_priority"}
+    suffix = counters.QUEUE_SUFFIXES
     puts = {}
     for name, size in actual.items():
         inserts = live.get("inserts_" + suffix[name], 0)

@@ -16,7 +16,8 @@ salt + crash id                     ``derived:counted``: the facts the crash is 
 
 Facts are a plain dict (msgpack): ``{"t": submitted ISO time, "raw": [legacy, process type,
 {"product", "version", "os"}] or None, "proc": [signature, {"product", "version", "os",
-"process_type"}, error] or None}``, the dimension values as counted (capped).
+"process_type"}, error] or None}``, the dimension values as counted (capped), with ``"hang": hang
+id`` for a side of a hang pair and ``"prio": True`` while a priority request is pending.
 """
 
 import msgpack
@@ -64,6 +65,15 @@ def parse_counted_row(row):
     if counted_row(crash_id) != row:
         raise InvalidArgument(f"not a counted-facts row: {row!r}")
     return crash_id
+
+
+def is_counted_row(row):
+    """Whether ``row`` is a crash's counted-facts row (:func:`counted_row`)."""
+    try:
+        parse_counted_row(row)
+    except InvalidArgument:
+        return False
+    return True
 
 
 def encode_facts(facts):

@@ -18,7 +18,7 @@ def _assert_survived(result):
     assert result["killed_mid_ingest"], result  # the kill really landed while writing
     assert result["acknowledged"] > 0, result
     problems = {k: result[k] for k in ("lost", "lost_processed", "duplicates", "half_visible", "missing_before",
-                                       "missing_after", "orphan_after", "drift_after", "queue_drift_after",
+                                       "missing_after", "orphan_after", "drift_before", "queue_drift_before", "drift_after", "queue_drift_after",
                                        "raw_errors", "integrity")}
     assert problems == dict.fromkeys(problems, 0), result
     assert result["stored"] >= result["acknowledged"]

@@ -128,7 +128,7 @@ def test_crash_store_under_random_faults_loses_nothing(tmp_path):
     result = chaos.fault_trial(tmp_path / "store", seed=11, count=40, rng=random.Random(3), fault_rate=0.5)
     assert result["faults"] > 0 and result["acknowledged"] > 0, result
     problems = {k: result[k] for k in ("lost", "lost_processed", "duplicates", "half_visible", "missing_after",
-                                       "orphan_after", "drift_after", "queue_drift_after", "raw_errors",
+                                       "orphan_after", "drift_before", "queue_drift_before", "drift_after", "queue_drift_after", "raw_errors",
                                        "integrity")}
     assert problems == dict.fromkeys(problems, 0), result
 

@@ -64,7 +64,7 @@ def _assert_survived(result):
     assert result["killed_mid_ingest"], result  # the kill landed while every child was working
     assert result["acknowledged"] > 0 and result["processed_acknowledged"] > 0, result
     problems = {k: result[k] for k in ("lost", "lost_processed", "duplicates", "half_visible", "missing_before",
-                                       "missing_after", "orphan_after", "drift_after", "queue_drift_after",
+                                       "missing_after", "orphan_after", "drift_before", "queue_drift_before", "drift_after", "queue_drift_after",
                                        "raw_errors", "drained_twice", "drained_processed", "drained_absent")}
     assert problems == dict.fromkeys(problems, 0), result
     assert result["stored"] >= result["acknowledged"]

@@ -15,7 +15,7 @@ def _check(result, crashes):
     assert result["acknowledged"] == crashes
     assert result["processed_unique"] == crashes and result["processed_twice"] == 0, result
     problems = {k: result[k] for k in ("lost", "lost_processed", "duplicates", "half_visible", "missing_after",
-                                       "orphan_after", "drift_after", "queue_drift_after", "integrity")}
+                                       "orphan_after", "drift_before", "queue_drift_before", "drift_after", "queue_drift_after", "integrity")}
     assert problems == dict.fromkeys(problems, 0), result
     print(f"\nload {crashes} crashes: {result['crashes_per_s']:.0f} crashes/s, save p99 "
           f"{result['save_p99_ms']:.1f} ms, gateway peak RSS {result['gateway_peak_rss_mb']:.0f} MB")

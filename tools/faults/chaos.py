@@ -25,8 +25,8 @@ sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "
 
 from faults import chaos_harness as chaos  # noqa: E402
 
-PROBLEMS = ("lost_processed", "half_visible", "missing_after", "orphan_after", "queue_drift_after",
-            "raw_errors", "integrity")
+PROBLEMS = ("lost_processed", "half_visible", "missing_after", "orphan_after", "drift_before", "queue_drift_before",
+            "queue_drift_after", "raw_errors", "integrity")
 
 
 def totals(kind, results, faults):

@@ -51,9 +51,12 @@ def check_store(url, workload, acks, reconcile=True):
     the merged :func:`read_acks` of every child.  Figures: acknowledged, processed_acknowledged,
     lost, lost_processed, duplicates, half_visible (crash rows without their queue pointer before
     repair), missing_after / orphan_after (verify-indexes after ``--repair``), drift_before /
-    drift_after (counter cells off before and after rollup), queue_drift_after.
+    drift_after (counter cells off before and after rollup), queue_drift_before / queue_drift_after
+    (the standard queue's size off before and after ``reconcile-queue``).  On a cut-over store
+    derivation catches up first: with no rollup and no reconcile, ``*_before`` are exact.
     """
     from socorro_store import open_store
+    from socorro_store.crashstore import counter_deriver, counters, cut_over
     from socorro_store.jobs import rollup, scrutiny
 
     acked = [cid for cid, _ in acks["S"]]
@@ -67,6 +70,8 @@ def check_store(url, workload, acks, reconcile=True):
             by_id[crash_id] = (raw, dumps)
     with open_store(url) as store:
         backend = store.backend
+        if cut_over.enabled(backend):  # derived data: what the killed processes left is derived now
+            counter_deriver.catch_up(backend, timeout=120)
         for crash_id in set(acked):
             raw, dumps = by_id[crash_id]
             try:
@@ -90,6 +95,8 @@ def check_store(url, workload, acks, reconcile=True):
         result["missing_before"] = sum(c["missing"] for c in before.values())
         expected = expected_counters(present)
         result["drift_before"] = counter_drift(expected, live_counters(backend))
+        unprocessed = sum(1 for _raw, processed in present if not processed)
+        result["queue_drift_before"] = abs(counters.queue_sizes(backend)["standard"] - unprocessed)
         if not reconcile:
             return result
         scrutiny.verify_indexes(backend, repair=True, orphan_age_s=0)
@@ -99,7 +106,6 @@ def check_store(url, workload, acks, reconcile=True):
         rollup.run_rollup(backend, until=UNTIL)
         scrutiny.reconcile_queue(backend)
         result["drift_after"] = counter_drift(expected, live_counters(backend))
-        unprocessed = sum(1 for _raw, processed in present if not processed)
         result["queue_drift_after"] = abs(store.queue_sizes()["standard"] - unprocessed)
     return result
 

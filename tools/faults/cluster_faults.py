@@ -49,8 +49,8 @@ APIS = ("thrift2", "thrift1")
 #: client options of the ingest URL: a call stuck on a dead region gives up after 20 s (and is
 #: tried again by the child); HBase's own client inside the Thrift server gives up after 60 s
 CLIENT_OPTIONS = "timeout_ms=20000&retries=2"
-PROBLEMS = ("lost", "lost_processed", "duplicates", "missing_after", "orphan_after", "drift_after",
-            "queue_drift_after", "queue_left", "raw_errors", "gave_up")
+PROBLEMS = ("lost", "lost_processed", "duplicates", "missing_after", "orphan_after", "drift_before",
+            "queue_drift_before", "drift_after", "queue_drift_after", "queue_left", "raw_errors", "gave_up")
 
 
 def create_tables(cluster, prefix):

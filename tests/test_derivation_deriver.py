@@ -5,6 +5,7 @@ saves, reprocessings, deletions and kills, with no rollup run.
 The ``store`` tests run on every backend kind, with the deriver driven by ``settle()``.
 """
 
+import json
 import os
 import random
 import signal
@@ -16,6 +17,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from click.testing import CliRunner
 
 from store_helpers import BASE_TIME, all_rows, counted_live, crash_id, processed, raw_crash
 
@@ -208,6 +210,33 @@ def test_saves_write_no_derived_counter_live(store):
     assert store.backend.get_row(K.METRICS, K.QUEUE_ROW) == {}  # the queue counters too
     store.settle()
     assert derived(store.backend) == truth(store.backend) != {}
+
+
+def test_a_writer_incrementing_beside_the_deriver_is_detected_and_shown(store, backend_url, caplog):
+    """An older version's save (or a process that has not seen the cut-over mark) increments a
+    cell the deriver owns: the deriver's next batch over that cell notices, logs it, and keeps
+    it in ``~derive/foreign`` for ``derive status`` and ``ping`` of any process."""
+    from socorro_store.cli import main  # noqa: PLC0415
+
+    rng = random.Random(21)
+    first, second = crash_id(rng=rng), crash_id(rng=rng)
+    store.save_raw_crash(raw_crash(first), {}, first)
+    store.settle()
+    assert store.derivation_status()["foreign_writes"] == 0
+    day = K.metrics_row(BASE_TIME, "day")
+    submitted = counters.counter_column(counters.SUBMITTED)
+    store.backend.increment_many([Increment(K.METRICS, day, submitted, 1)])  # the older writer's count
+    store.save_raw_crash(raw_crash(second), {}, second)
+    store.settle()
+    status = store.derivation_status()
+    assert status["foreign_writes"] >= 1 and "wrote 1, read 2" in status["last_foreign_write"]
+    assert "written beside the deriver" in caplog.text
+    with open_store(backend_url, search_url="none") as other:  # another process sees it too
+        assert other.derivation_status()["foreign_writes"] == status["foreign_writes"]
+    result = CliRunner().invoke(main, ["--url", backend_url, "derive", "status"])
+    assert result.exit_code == 0 and "written beside the deriver" in result.output, result.output
+    result = CliRunner().invoke(main, ["--url", backend_url, "ping", "--json"])
+    assert json.loads(result.output)["counters_foreign_writes"] == status["foreign_writes"], result.output
 
 
 def test_a_batch_killed_after_its_journal_is_applied_once_by_the_next_holder(store, backend_url):

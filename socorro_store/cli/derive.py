@@ -80,6 +80,10 @@ def status_command(ctx, as_json):
     click.echo(f"counters derived since {status['cut_over']}")
     click.echo(f"waiting    {status['waiting']}")
     click.echo(f"lag        {f'{lag:.1f}s' if lag is not None else '-'}")
+    if status.get("foreign_writes"):  # an older version's saves incrementing beside the deriver
+        click.echo(f"foreign    {status['foreign_writes']} counter cells written beside the deriver "
+                   f"(last: {status['last_foreign_write']}): stop the older writers, then rollup --since "
+                   "their first day")
 
 
 COMMANDS = [derive_group]

@@ -92,6 +92,8 @@ def ping(ctx, as_json):
             if cut_over.enabled(backend):
                 answer["counters_waiting"], counters_age = counter_deriver.waiting(backend)
                 answer["counters_lag_seconds"] = counters_age and round(counters_age, 3)
+                # cells written beside the deriver: an older version's saves still incrementing
+                answer["counters_foreign_writes"] = counter_deriver.foreign_writes(backend)["count"]
                 lags.append(counters_age)
             lags = [lag for lag in lags if lag is not None]
             answer["derivation_lag_seconds"] = round(max(lags), 3) if lags else None

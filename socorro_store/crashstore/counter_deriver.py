@@ -43,14 +43,10 @@ import threading
 import time
 from datetime import timedelta
 
+import msgpack
+
 from ..backends import RowMutation
-from ..errors import (
-    BackendError,
-    BackendUnavailable,
-    ConfigError,
-    InvalidArgument,
-    TableNotFound,
-)
+from ..errors import BackendError, BackendUnavailable, ConfigError, InvalidArgument, TableNotFound
 from ..schema import change_keys as C
 from ..schema import derived_keys as D
 from ..schema import dimension_keys as DK
@@ -170,6 +166,23 @@ def _interval_row(column):
     return None
 
 
+def foreign_writes(backend):
+    """``{"count", "last", "at"}``: the counter cells found written beside the store's derivers
+    (:meth:`CounterDeriver._note_foreign`), count 0 when none ever was."""
+    return decode_foreign(backend.get_row(K.DERIVED, D.FOREIGN_ROW, [D.COL_FOREIGN]).get(D.COL_FOREIGN))
+
+
+def decode_foreign(raw):
+    """The ``~derive/foreign`` record: ``{"count", "last", "at"}`` (count 0 without one)."""
+    try:
+        record = msgpack.unpackb(raw, raw=False) if raw else None
+    except (ValueError, msgpack.UnpackException):
+        record = None
+    if not isinstance(record, dict) or not isinstance(record.get("count"), int):
+        return {"count": 0, "last": None, "at": None}
+    return {"count": record["count"], "last": record.get("last"), "at": record.get("at")}
+
+
 def _read_counter(raw):
     if raw is not None and len(raw) == 8:
         return K.decode_counter(raw)
@@ -189,7 +202,7 @@ class CounterDeriver:
                  lease_seconds=LEASE_SECONDS, pending_seconds=PENDING_SECONDS, admit_many=None):
         self.backend, self.admitted, self.admit_many = backend, admitted, admit_many
         self.lease = RowLease(backend, K.DERIVED, D.LEASE_ROW, D.COL_LEASE, holder, lease_seconds,
-                              extra_columns=[D.COL_JOURNAL])
+                              extra_columns=[D.COL_JOURNAL, D.COL_LAST_WRITER])
         self.batch, self.pending_ns = batch, int(pending_seconds * 1e9)
         self._size, self._full = batch, False  # the last pass's size, and whether it came back full
         self._resume = b""
@@ -202,6 +215,9 @@ class CounterDeriver:
         self.throttled = 0  # saves that waited for derivation (back pressure)
         self._own_lock = threading.Lock()
         self.passes = self.derived = self.replays = self.failures = 0
+        #: ``{(table, row, column): value}`` of this holder's last batch: a cell read at another
+        #: value since was written by someone else (:meth:`_note_foreign`)
+        self._written = {}
         self.last_error = None
         self._thread = None
         if background:
@@ -214,6 +230,8 @@ class CounterDeriver:
         if not self.lease.hold():
             return False
         if not held:  # taken (not renewed): the last holder's batch may be half applied
+            if self.lease.taken_with.get(D.COL_LAST_WRITER) != self.lease.holder:
+                self._written = {}  # another holder wrote since this one's last batch
             journal = D.decode_journal(self.lease.taken_with.get(D.COL_JOURNAL))
             if journal is not None:
                 self._apply(*journal)
@@ -305,18 +323,27 @@ class CounterDeriver:
             return True
         changes = coalesce(changes)
         changes = coalesce(changes + slack_increments(changes))
-        cells = self._absolute(changes)
-        if not self.lease.put_fenced({D.COL_JOURNAL: D.encode_journal(cells, moved, consumed, pointers)}):
+        cells, foreign = self._absolute(changes)
+        if not self._put_journal(D.encode_journal(cells, moved, consumed, pointers)):
             return False
         self._journaled = True
         self._apply(cells, moved, consumed, pointers)
+        self._written = {(table, row, column): value for table, row, column, value in cells}
+        if foreign:
+            self._note_foreign(foreign)
         self.derived += len(ready)
         return True
+
+    def _put_journal(self, journal):
+        """Put a batch's journal, fenced by the lease (False: lost, nothing written), naming this
+        holder as the last to write: a holder taking the lease back from itself knows that no
+        other wrote the deriver's cells in between (:meth:`_note_foreign`)."""
+        return self.lease.put_fenced({D.COL_JOURNAL: journal, D.COL_LAST_WRITER: self.lease.holder})
 
     def _clear_journal(self):
         """Once idle, empty the journal: it names the crashes of the last batch (a deletion's
         too), and nothing is left to replay."""
-        if self._journaled and self.lease.put_fenced({D.COL_JOURNAL: b""}):
+        if self._journaled and self._put_journal(b""):
             self._journaled = False
 
     def rederive_day(self, day, timeout=60.0):
@@ -368,7 +395,7 @@ class CounterDeriver:
                 before[queue] = inserts - deletes
                 if before[queue] != sizes[queue]:
                     cells.append((K.METRICS, K.QUEUE_ROW, K.counter_column("deletes_" + suffix), inserts - sizes[queue]))
-            if cells and not self.lease.put_fenced({D.COL_JOURNAL: D.encode_journal(cells, [], [], [])}):
+            if cells and not self._put_journal(D.encode_journal(cells, [], [], [])):
                 raise BackendUnavailable("the derivation lease was lost while setting the queue sizes")
             if cells:
                 self._journaled = True
@@ -390,10 +417,12 @@ class CounterDeriver:
         return n
 
     def _absolute(self, changes):
-        """``[(table, row, column, value)]``: each changed counter's current value plus its
-        change, and the unique signatures of each interval whose signature count went from
-        nothing to something (or back): a signature counts in an interval's
-        ``unique_crash_signatures`` exactly while its interval counter is positive."""
+        """``([(table, row, column, value)], foreign)``: each changed counter's current value
+        plus its change, and the unique signatures of each interval whose signature count went
+        from nothing to something (or back): a signature counts in an interval's
+        ``unique_crash_signatures`` exactly while its interval counter is positive.  ``foreign``:
+        the cells this holder wrote in its last batch that now read another value (not 0: an
+        expired interval's cells go), ``[(table, row, column, written, read)]``."""
         unique = {(K.METRICS, row, UNIQUE_COLUMN) for inc in changes if inc.table == K.SIGNATURES
                   for row in [_interval_row(inc.column)] if row is not None}
         wanted = {}
@@ -411,6 +440,9 @@ class CounterDeriver:
         def now(table, row, column):
             return _read_counter(current[table].get(row, {}).get(column))
 
+        foreign = [(*key, self._written[key], now(*key)) for key in sorted(
+            {(inc.table, inc.row, inc.column) for inc in changes} & self._written.keys())
+            if now(*key) not in (0, self._written[key])]
         values = {}
         for inc in changes:
             key = (inc.table, inc.row, inc.column)
@@ -421,7 +453,22 @@ class CounterDeriver:
             if interval is not None and moved:
                 cell = (K.METRICS, interval, UNIQUE_COLUMN)
                 values[cell] = values.get(cell, now(*cell)) + moved
-        return [(*key, value) for key, value in values.items()]
+        return [(*key, value) for key, value in values.items()], foreign
+
+    def _note_foreign(self, foreign):
+        """Cells of this deriver changed by someone else between two of its batches: an older
+        version's saves still incrementing beside it (or a process that has not seen the cut-over
+        mark yet), whose counts land on top of the deriver's.  Logged, and kept in
+        ``~derive/foreign`` for ``derive status`` and ``ping``: stop those writers, then
+        ``rollup --since`` the first day they ran (docs/derivation.md)."""
+        table, row, column, written, read = foreign[0]
+        last = f"{table} {row!r} {column!r}: wrote {written}, read {read}"
+        log.error("%d counter cell(s) written beside the deriver (an older version still incrementing?), "
+                  "e.g. %s", len(foreign), last)
+        found = foreign_writes(self.backend)
+        record = {"count": found["count"] + len(foreign), "last": last, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                                           time.gmtime())}
+        self.backend.mutate_rows(K.DERIVED, [RowMutation(D.FOREIGN_ROW, {D.COL_FOREIGN: msgpack.packb(record)})])
 
     def _apply(self, cells, moved, consumed, pointers=()):
         """Put a batch (see :func:`~socorro_store.schema.derived_keys.encode_journal`)."""
@@ -522,11 +569,14 @@ class CounterDeriver:
 
     def status(self):
         """``{"waiting", "lag_seconds", "deriving", "passes", "failures", "last_error",
-        "throttled"}``."""
+        "throttled", "foreign_writes", "last_foreign_write"}`` (the last two from
+        ``~derive/foreign``: cells written beside any deriver of the store, ever)."""
         count, age = waiting(self.backend)
+        foreign = foreign_writes(self.backend)
         return {"waiting": count, "lag_seconds": None if age is None else round(age, 3), "deriving": self.lease.held,
                 "passes": self.passes, "failures": self.failures, "last_error": self.last_error,
-                "throttled": self.throttled}
+                "throttled": self.throttled, "foreign_writes": foreign["count"],
+                "last_foreign_write": foreign["last"]}
 
     # -- the background deriver -----------------------------------------------------------
     def run_forever(self):

@@ -9,9 +9,13 @@ salt + crash id                     ``derived:counted``: the facts the crash is 
 ``~derive/since``                   ``derived:since``: the cut-over mark, the UTC time counting moved
                                     from the live increments to the deriver
 ``~derive/lease``                   ``derived:lease`` = ``holder|expiry ns``: the one deriving process;
-                                    ``derived:journal``: its last batch (:func:`encode_journal`)
+                                    ``derived:journal``: its last batch (:func:`encode_journal`);
+                                    ``derived:last_writer``: the holder that wrote it
 ``~hang/`` + hang id                ``derived:paired``: the UTC ISO time a hang pair is counted at (its
                                     later side's submission), while it is one (:func:`hang_pair_row`)
+``~derive/foreign``                 ``derived:foreign``: writes to the deriver's cells it did not make
+                                    (an older version's saves still incrementing): ``{"count", "last",
+                                    "at"}`` (msgpack)
 ==================================  =====================================================================
 
 Facts are a plain dict (msgpack): ``{"t": submitted ISO time, "raw": [legacy, process type,
@@ -30,8 +34,11 @@ COL_SINCE = b"derived:since"
 COL_LEASE = b"derived:lease"
 COL_JOURNAL = b"derived:journal"
 COL_PAIRED = b"derived:paired"
+COL_FOREIGN = b"derived:foreign"
+COL_LAST_WRITER = b"derived:last_writer"
 SINCE_ROW = b"~derive/since"
 LEASE_ROW = b"~derive/lease"
+FOREIGN_ROW = b"~derive/foreign"
 HANG_PREFIX = b"~hang/"
 
 

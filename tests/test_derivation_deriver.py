@@ -403,6 +403,60 @@ def test_a_writer_killed_mid_ingest_leaves_every_counter_exact(backend_url):
         assert pointers(store.backend) == pointers_truth(store.backend) != {}
 
 
+_SAVER = textwrap.dedent("""
+    import sys, random, time
+    sys.path.insert(0, {tests!r})
+    from datetime import timedelta
+    from store_helpers import BASE_TIME, crash_id, processed, raw_crash
+    from socorro_store import open_store
+    store = open_store({url!r}, search_url="none")
+    rng = random.Random(9)
+    for n in range(400):
+        cid = crash_id(rng=rng)
+        day = 0 if n <= 40 else 2  # the day rolled up is over after the first 41 crashes
+        store.save_raw_crash(raw_crash(cid, BASE_TIME + timedelta(days=day, minutes=n % 90),
+                                       legacy_processing=n % 2), {{}}, cid)
+        if n % 2:
+            store.save_processed(processed(cid, signature="sig%d" % (n % 5)))
+        if n == 40:
+            store.settle()
+            print("deriving", store.derivation_status()["deriving"], flush=True)
+        time.sleep(0.02)
+    store.settle()
+    print("done", flush=True)
+    time.sleep(600)
+""")
+
+
+def test_rollup_and_reconcile_run_beside_a_saving_process_that_derives(tmp_path):
+    """A saving process's background deriver holds the lease for as long as it runs: ``rollup``
+    (deriving each day again) and ``reconcile-queue`` ask for it, the holder gives it up at its
+    next renewal, and both jobs finish (they waited 60 s three times and failed before).
+    Derivation resumes after them, and every counter and queue size is exact."""
+    from socorro_store.jobs import rollup, scrutiny  # noqa: PLC0415
+
+    url = f"embedded://{tmp_path / 'store'}"
+    with open_store(url, search_url="none") as store:
+        store.create_tables()
+    saver = subprocess.Popen([sys.executable, "-c", _SAVER.format(tests=os.path.dirname(__file__), url=url)],
+                             stdout=subprocess.PIPE, text=True, env={**os.environ, "SOCORRO_DERIVE": "background"})
+    try:
+        assert saver.stdout.readline().strip() == "deriving True"  # the other process holds the lease
+        with open_store(url, search_url="none") as store:
+            until = (BASE_TIME + timedelta(days=1)).isoformat()
+            report = rollup.run_rollup(store.backend, until=until, since=BASE_TIME.date().isoformat(),
+                                       grace_s=0)
+            assert report["rederived"] == 41 and not report.get("derived_differences"), report
+            assert scrutiny.run_reconcile_queue(store.backend)["corrected"] == 0
+            assert saver.stdout.readline().strip() == "done"  # its saves went on, derived since
+            assert counter_deriver.catch_up(store.backend)
+            assert derived(store.backend) == truth(store.backend) != {}
+            assert store.queue_sizes()["standard"] == 200
+    finally:
+        saver.kill()
+        saver.wait()
+
+
 def test_the_derive_commands_and_ping_show_and_drive_derivation(tmp_path):
     import json
 

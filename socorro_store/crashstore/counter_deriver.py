@@ -58,9 +58,15 @@ from .counters import QUEUE_SUFFIXES, UNIQUE_SIGNATURES, coalesce, read_counters
 from .cut_over import ROW_COLUMNS, enabled
 from .dimensions import Dimensions
 from .hang_pairs import derive_hang_pairs
-from .row_lease import RowLease
+from .row_lease import RowLease, new_holder
 
 log = logging.getLogger(__name__)
+#: the lease holder of this process's batch-job derivers (catching up, deriving a day or the
+#: queues again), one at a time: a job's wish for the lease (:meth:`~.row_lease.RowLease.want`)
+#: covers all of them, so ``rollup``'s catch-ups and re-derivations run back to back while the
+#: saving processes' derivers stay away
+_JOB_HOLDER = new_holder()
+_job_lock = threading.RLock()
 
 LEASE_SECONDS = 30.0
 PENDING_SECONDS = 120.0
@@ -105,31 +111,33 @@ def catch_up(backend, timeout=60.0):
     on a store not cut over."""
     if not enabled(backend):
         return True
-    deriver = admitting_deriver(backend, Dimensions(), background=False)
-    try:
-        done = deriver.catch_up(timeout)
-    finally:
-        deriver.close()
+    with _job_lock:
+        deriver = admitting_deriver(backend, Dimensions(), background=False, holder=_JOB_HOLDER)
+        try:
+            done = deriver.catch_up(timeout)
+        finally:
+            deriver.close()
     if not done:
         log.warning("derivation not caught up within %ss", timeout)
     return done
 
 
-def admitting_deriver(backend, dimensions, background):
+def admitting_deriver(backend, dimensions, background, holder=None):
     """A :class:`CounterDeriver` of ``backend`` capping by ``dimensions`` (a
     :class:`~.dimensions.Dimensions`), admitting new values by arrival."""
-    return CounterDeriver(backend, dimensions.admitter(backend), background=background,
+    return CounterDeriver(backend, dimensions.admitter(backend), background=background, holder=holder,
                           admit_many=lambda asked: dimensions.admit_many(backend, asked))
 
 
 def rederive_queues(backend, timeout=60.0):
     """:meth:`CounterDeriver.rederive_queues` by a deriver of its own (``reconcile-queue`` on a
     cut-over store)."""
-    deriver = CounterDeriver(backend, lambda field, value, product: True, background=False)
-    try:
-        return deriver.rederive_queues(timeout)
-    finally:
-        deriver.close()
+    with _job_lock:
+        deriver = CounterDeriver(backend, lambda field, value, product: True, background=False, holder=_JOB_HOLDER)
+        try:
+            return deriver.rederive_queues(timeout)
+        finally:
+            deriver.close()
 
 
 def rederive_day(backend, day, admitted):
@@ -138,11 +146,12 @@ def rederive_day(backend, day, admitted):
     not cut over)."""
     if not enabled(backend):
         return 0
-    deriver = CounterDeriver(backend, admitted, background=False)
-    try:
-        return deriver.rederive_day(day)
-    finally:
-        deriver.close()
+    with _job_lock:
+        deriver = CounterDeriver(backend, admitted, background=False, holder=_JOB_HOLDER)
+        try:
+            return deriver.rederive_day(day)
+        finally:
+            deriver.close()
 
 
 def waiting(backend, limit=10_000):
@@ -202,7 +211,7 @@ class CounterDeriver:
                  lease_seconds=LEASE_SECONDS, pending_seconds=PENDING_SECONDS, admit_many=None):
         self.backend, self.admitted, self.admit_many = backend, admitted, admit_many
         self.lease = RowLease(backend, K.DERIVED, D.LEASE_ROW, D.COL_LEASE, holder, lease_seconds,
-                              extra_columns=[D.COL_JOURNAL, D.COL_LAST_WRITER])
+                              extra_columns=[D.COL_JOURNAL, D.COL_LAST_WRITER], wanted_column=D.COL_WANTED)
         self.batch, self.pending_ns = batch, int(pending_seconds * 1e9)
         self._size, self._full = batch, False  # the last pass's size, and whether it came back full
         self._resume = b""
@@ -403,8 +412,15 @@ class CounterDeriver:
         return {"before": before, "after": sizes, "corrected": len(cells)}
 
     def _wait_for_lease(self, timeout):
-        deadline = time.monotonic() + timeout
-        while not self._hold_lease():
+        """Hold the lease within ``timeout`` seconds, asking its holder for it (a batch job's
+        derivation: the saving processes' derivers give it up at their next renewal)."""
+        deadline, wished = time.monotonic() + timeout, 0.0
+        while True:
+            if time.monotonic() - wished > self.lease.term_ns / 3e9:  # the wish outlives the wait
+                self.lease.want()
+                wished = time.monotonic()
+            if self._hold_lease():
+                return
             if time.monotonic() > deadline:
                 raise BackendUnavailable(f"the derivation lease stayed held elsewhere for {timeout:g}s")
             time.sleep(0.05)

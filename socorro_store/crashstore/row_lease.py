@@ -4,14 +4,25 @@ The cell holds ``holder|expiry ns``.  Any process may take the lease when it is 
 with a check-and-put against the value it read, so of two takers one wins; the holder renews it
 once half its term has passed, and a killed holder's work is taken over within one term.  Clocks
 of the hosts must agree to well within the term.
+
+A batch job that needs the lease for a while (``rollup`` deriving a day again) asks for it
+(:meth:`RowLease.want`): the holder gives it up at its next renewal (at once in the same
+process), and no other process takes it until the wish expires, one term after it was last made.
 """
 
 import os
 import socket
+import threading
 import time
 import uuid
 
+from ..backends import RowMutation
 from ..errors import BackendError, BackendUnavailable
+
+#: ``(id(backend), table, row) -> (holder, until ns)``: the wishes made in this process, seen by
+#: its holders without a call
+_wanted_here = {}
+_wanted_lock = threading.Lock()
 
 
 def new_holder():
@@ -23,10 +34,13 @@ class RowLease:
     """The lease of ``column`` in ``table``'s ``row``, for ``holder`` (not thread-safe: one user).
 
     ``extra_columns``: other cells of the row read with the lease when it is taken (the deriver's
-    journal), kept in :attr:`taken_with` after a take."""
+    journal), kept in :attr:`taken_with` after a take.  ``wanted_column``: where a wish for the
+    lease is kept (:meth:`want`); None: the lease cannot be asked for."""
 
-    def __init__(self, backend, table, row, column, holder=None, seconds=30.0, extra_columns=()):
+    def __init__(self, backend, table, row, column, holder=None, seconds=30.0, extra_columns=(),
+                 wanted_column=None):
         self.backend, self.table, self.row, self.column = backend, table, row, column
+        self.wanted_column = wanted_column
         self.holder = holder or new_holder()
         self.term_ns = int(seconds * 1e9)
         self.extra_columns = list(extra_columns)
@@ -42,14 +56,38 @@ class RowLease:
         """The cell's value while held."""
         return self.holder + b"|%d" % self.until
 
+    def want(self):
+        """Ask for the lease: its holder gives it up (at its next renewal, or its next
+        :meth:`hold` in this process) and no other holder takes it for one term.  One put."""
+        until = time.time_ns() + self.term_ns
+        self.backend.mutate_rows(self.table, [RowMutation(self.row, {self.wanted_column: self.holder + b"|%d" % until})])
+        with _wanted_lock:
+            _wanted_here[(id(self.backend), self.table, self.row)] = (self.holder, until)
+
+    def _wanted_elsewhere(self, cell, now):
+        """Whether another holder's wish for the lease is alive (in ``cell``, or made here)."""
+        with _wanted_lock:
+            here = _wanted_here.get((id(self.backend), self.table, self.row))
+        wishes = [here] if here else []
+        if cell:
+            holder, _, until = cell.rpartition(b"|")
+            if until.isdigit():
+                wishes.append((holder, int(until)))
+        return any(holder != self.holder and until > now for holder, until in wishes)
+
     def hold(self):
-        """Hold (take or renew) the lease; False while another live process holds it.  After a
-        take (not a renewal), :attr:`taken_with` holds the extra cells read with it."""
+        """Hold (take or renew) the lease; False while another live process holds it, or
+        another holder wants it (:meth:`want`: a held lease is then given up).  After a take
+        (not a renewal), :attr:`taken_with` holds the extra cells read with it."""
         now = time.time_ns()
-        if self.until - now > self.term_ns // 2:
+        if self.until - now > self.term_ns // 2 and not (self.wanted_column and self._wanted_elsewhere(None, now)):
             return True
         renewing = self.until > now
-        cells = self.backend.get_row(self.table, self.row, [self.column] + ([] if renewing else self.extra_columns))
+        columns = [self.column] + ([] if renewing else self.extra_columns)
+        cells = self.backend.get_row(self.table, self.row, columns + ([self.wanted_column] if self.wanted_column else []))
+        if self.wanted_column and self._wanted_elsewhere(cells.pop(self.wanted_column, None), now):
+            self.release()
+            return False
         current = cells.get(self.column)
         if current:
             holder, _, until = current.rpartition(b"|")

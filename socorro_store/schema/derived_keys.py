@@ -10,7 +10,9 @@ salt + crash id                     ``derived:counted``: the facts the crash is 
                                     from the live increments to the deriver
 ``~derive/lease``                   ``derived:lease`` = ``holder|expiry ns``: the one deriving process;
                                     ``derived:journal``: its last batch (:func:`encode_journal`);
-                                    ``derived:last_writer``: the holder that wrote it
+                                    ``derived:last_writer``: the holder that wrote it;
+                                    ``derived:wanted`` = ``holder|until ns``: a batch job asking for the
+                                    lease (``row_lease.RowLease.want``)
 ``~hang/`` + hang id                ``derived:paired``: the UTC ISO time a hang pair is counted at (its
                                     later side's submission), while it is one (:func:`hang_pair_row`)
 ``~derive/foreign``                 ``derived:foreign``: writes to the deriver's cells it did not make
@@ -36,6 +38,7 @@ COL_JOURNAL = b"derived:journal"
 COL_PAIRED = b"derived:paired"
 COL_FOREIGN = b"derived:foreign"
 COL_LAST_WRITER = b"derived:last_writer"
+COL_WANTED = b"derived:wanted"
 SINCE_ROW = b"~derive/since"
 LEASE_ROW = b"~derive/lease"
 FOREIGN_ROW = b"~derive/foreign"

@@ -72,7 +72,7 @@ from datetime import datetime, timedelta, timezone
 
 from ..backends import Increment
 from ..checks import is_int
-from ..errors import InvalidArgument
+from ..errors import BackendError, BackendUnavailable, InvalidArgument, TableNotFound
 from ..schema.keys import (
     FAMILY_COUNTERS,
     METRICS,
@@ -98,6 +98,8 @@ from .counter_sender import GATHER_S, CounterSender
 from .dimensions import DIMENSION_CAPS, Dimensions  # noqa: F401 - the cap, re-exported for counter users
 
 log = logging.getLogger(__name__)
+#: the longest a closing store waits for its own saves to be derived
+CLOSE_SETTLE_SECONDS = 10.0
 QUEUE_COUNTERS = (
     "inserts_unprocessed", "deletes_unprocessed",
     "inserts_unprocessed_priority", "deletes_unprocessed_priority",
@@ -573,6 +575,13 @@ class LiveCounters:
         if self.sender is not None:
             self.sender.close()
         if self._deriver is not None:
+            # this process's saves are derived before it goes, as a live store's increments are
+            # sent: a command that saved leaves the counters saying so (bounded: a lagging
+            # store's records are left to the other derivers)
+            try:
+                self._deriver.settle_own(CLOSE_SETTLE_SECONDS)
+            except (BackendError, BackendUnavailable, TableNotFound) as exc:
+                log.warning("this process's saves not derived before closing (another deriver will): %s", exc)
             self._deriver.close()
         if self.buffer is not None:
             self.buffer.close()

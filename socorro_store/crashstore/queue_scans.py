@@ -13,6 +13,10 @@ is written before its counter moves, another store may coalesce its increments) 
 (an increment lost with its process, until ``reconcile-queue`` or ``rollup``), so they are
 trusted only for ``rescan_seconds`` after a real scan, and never after this store queued a crash
 itself: a counter that is wrong delays a crash by at most ``rescan_seconds``, never loses it.
+
+Not on a cut-over store: its queue counters are derived, so they trail every other process's
+saves by the derivation's lag, and a poll that ends on them would answer "empty" while crashes
+wait (a processor draining the queue would stop short).  An empty poll there is a scan.
 """
 
 import heapq
@@ -23,6 +27,7 @@ from ..checks import is_number
 from ..errors import InvalidArgument
 from ..schema.keys import METRICS, QUEUE_ROW, SALTS, counter_column, decode_counter, time_index_order, time_index_range
 from ..schema.stored import SOCORRO_QUEUE_ROW
+from . import cut_over
 
 DEFAULT_PAGE_SIZE = 256
 #: Seconds an empty poll may trust the queue counters after a real scan (0: always scan).
@@ -130,9 +135,12 @@ class EmptyPollGate:
         self._queued_here = True
 
     def looks_empty(self):
-        """True when the counters say the queue holds nothing and may be trusted."""
+        """True when the counters say the queue holds nothing and may be trusted (never on a
+        cut-over store: see the module docstring)."""
         if not self.rescan_seconds or self._queued_here or self._scanned_at is None or \
                 time.monotonic() - self._scanned_at >= self.rescan_seconds:
+            return False
+        if cut_over.enabled(self.backend):
             return False
         if self._settle_counters is not None:
             self._settle_counters()

@@ -6,8 +6,9 @@ once half its term has passed, and a killed holder's work is taken over within o
 of the hosts must agree to well within the term.
 
 A batch job that needs the lease for a while (``rollup`` deriving a day again) asks for it
-(:meth:`RowLease.want`): the holder gives it up at its next renewal (at once in the same
-process), and no other process takes it until the wish expires, one term after it was last made.
+(:meth:`RowLease.want`): the holder gives it up within :data:`WISH_CHECK_SECONDS` (at once in the
+same process), and no other process takes it while the wish lives: until the job releases the
+lease, or one term after the wish was last made.
 """
 
 import os
@@ -19,6 +20,8 @@ import uuid
 from ..backends import RowMutation
 from ..errors import BackendError, BackendUnavailable
 
+#: how often a holder looks for another's wish for its lease (one read of one cell)
+WISH_CHECK_SECONDS = 2.0
 #: ``(id(backend), table, row) -> (holder, until ns)``: the wishes made in this process, seen by
 #: its holders without a call
 _wanted_here = {}
@@ -46,6 +49,8 @@ class RowLease:
         self.extra_columns = list(extra_columns)
         self.until = 0
         self.taken_with = {}
+        self._wish_checked = 0  # when this holder last read the wish cell
+        self._wished = False  # whether this holder's wish is out
 
     @property
     def held(self):
@@ -63,6 +68,18 @@ class RowLease:
         self.backend.mutate_rows(self.table, [RowMutation(self.row, {self.wanted_column: self.holder + b"|%d" % until})])
         with _wanted_lock:
             _wanted_here[(id(self.backend), self.table, self.row)] = (self.holder, until)
+        self._wished = True
+
+    def _withdraw(self):
+        """Take this holder's wish back (with its release): the others may take the lease now."""
+        self._wished = False
+        key = (id(self.backend), self.table, self.row)
+        with _wanted_lock:
+            if _wanted_here.get(key, (None,))[0] == self.holder:
+                del _wanted_here[key]
+        cell = self.backend.get_row(self.table, self.row, [self.wanted_column]).get(self.wanted_column)
+        if cell and cell.startswith(self.holder + b"|"):  # not a wish another made since
+            self.backend.check_and_put(self.table, self.row, self.wanted_column, cell, {self.wanted_column: b""})
 
     def _wanted_elsewhere(self, cell, now):
         """Whether another holder's wish for the lease is alive (in ``cell``, or made here)."""
@@ -80,8 +97,17 @@ class RowLease:
         another holder wants it (:meth:`want`: a held lease is then given up).  After a take
         (not a renewal), :attr:`taken_with` holds the extra cells read with it."""
         now = time.time_ns()
-        if self.until - now > self.term_ns // 2 and not (self.wanted_column and self._wanted_elsewhere(None, now)):
-            return True
+        if self.until - now > self.term_ns // 2:  # held: no renewal due, but maybe a wish
+            if not self.wanted_column:
+                return True
+            cell = None
+            if now - self._wish_checked >= WISH_CHECK_SECONDS * 1e9:
+                self._wish_checked = now
+                cell = self.backend.get_row(self.table, self.row, [self.wanted_column]).get(self.wanted_column)
+            if not self._wanted_elsewhere(cell, now):
+                return True
+            self.release()
+            return False
         renewing = self.until > now
         columns = [self.column] + ([] if renewing else self.extra_columns)
         cells = self.backend.get_row(self.table, self.row, columns + ([self.wanted_column] if self.wanted_column else []))
@@ -112,7 +138,8 @@ class RowLease:
         return won
 
     def release(self, puts=None):
-        """Give the lease up (and put ``puts`` with it); it expires anyway if this fails."""
+        """Give the lease up (and put ``puts`` with it), and this holder's wish for it; the lease
+        expires anyway if this fails, and the wish too."""
         if self.until > time.time_ns():
             try:
                 self.backend.check_and_put(self.table, self.row, self.column, self.value,
@@ -120,3 +147,8 @@ class RowLease:
             except (BackendError, BackendUnavailable):
                 pass
         self.until = 0
+        if self._wished:
+            try:
+                self._withdraw()
+            except (BackendError, BackendUnavailable):
+                pass

@@ -239,6 +239,24 @@ def test_a_writer_incrementing_beside_the_deriver_is_detected_and_shown(store, b
     assert json.loads(result.output)["counters_foreign_writes"] == status["foreign_writes"], result.output
 
 
+def test_a_deriving_process_derives_its_own_saves_before_it_closes(tmp_path, monkeypatch):
+    """A command that saved (``crash reprocess``, an import) leaves the counters saying so when
+    its process derives (the default); an inline one leaves them to its worker."""
+    url = f"embedded://{tmp_path / 'store'}"
+    with open_store(url, search_url="none") as store:
+        store.create_tables()
+    for mode, left in (("background", 0), ("inline", 1)):
+        monkeypatch.setenv("SOCORRO_DERIVE", mode)
+        cid = crash_id(rng=random.Random(len(mode)))
+        with open_store(url, search_url="none") as store:
+            store.save_raw_crash(raw_crash(cid), {}, cid)
+        with open_store(url, search_url="none") as other:
+            assert counter_deriver.waiting(other.backend)[0] == left, mode
+    with open_store(url, search_url="none") as store:
+        store.settle()
+        assert derived(store.backend) == truth(store.backend) != {}
+
+
 def test_a_batch_killed_after_its_journal_is_applied_once_by_the_next_holder(store, backend_url):
     rng = random.Random(3)
     _ingest(store, 12, rng)

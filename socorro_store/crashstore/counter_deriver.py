@@ -41,7 +41,6 @@ import logging
 import os
 import threading
 import time
-from datetime import timedelta
 
 import msgpack
 
@@ -51,13 +50,13 @@ from ..schema import change_keys as C
 from ..schema import derived_keys as D
 from ..schema import dimension_keys as DK
 from ..schema import keys as K
-from ..schema.specs import SALTS
 from . import change_records
-from .contributions import capped, facts_of, increments_of, pointer_moves, queue_moves, registry_questions, waiting_in
-from .counters import QUEUE_SUFFIXES, UNIQUE_SIGNATURES, coalesce, read_counters, slack_increments
+from .contributions import capped, facts_of, increments_of, pointer_moves, queue_moves, registry_questions
+from .counters import UNIQUE_SIGNATURES, coalesce, slack_increments
 from .cut_over import ROW_COLUMNS, enabled
 from .dimensions import Dimensions
 from .hang_pairs import derive_hang_pairs
+from .rederivation import Rederivation
 from .row_lease import RowLease, new_holder
 
 log = logging.getLogger(__name__)
@@ -198,7 +197,7 @@ def _read_counter(raw):
     return 0  # no cell, or not a counter: the deriver's value replaces it
 
 
-class CounterDeriver:
+class CounterDeriver(Rederivation):
     """The deriver of one store (see the module docstring).
 
     ``admitted(field, value, product)``: the registry's cap (a store's
@@ -355,62 +354,6 @@ class CounterDeriver:
         if self._journaled and self._put_journal(b""):
             self._journaled = False
 
-    def rederive_day(self, day, timeout=60.0):
-        """Derive every crash submitted on ``day`` (a date) again from its row, as if each had
-        a record: ``rollup``'s repair, under the day's admission (``admitted`` of this deriver:
-        a crash counted under a value the day no longer admits moves to ``##other##``, and
-        back).  Waits for the lease up to ``timeout`` seconds; returns the crashes read."""
-        read = 0
-        with self._lock:
-            self._wait_for_lease(timeout)
-            for id_day in (day, day + timedelta(days=1)):  # an id may be dated the day after its submission
-                for salt in SALTS:
-                    prefix = K.crash_day_prefix(salt, id_day)
-                    start = prefix
-                    while True:  # a page at a time: memory stays one batch of rows
-                        page = list(self.backend.scan(K.CRASH_REPORTS, start=start, stop=prefix + b"\xff",
-                                                      columns=ROW_COLUMNS, limit=self.batch))
-                        batch = {}
-                        for _row, cells in page:
-                            facts = facts_of(cells)
-                            if K.COL_OOID in cells and facts is not None and facts["t"][:10] == day.isoformat():
-                                batch[cells[K.COL_OOID].decode("ascii", "replace")] = (cells, [])
-                        read += self._rederive(batch)
-                        if len(page) < self.batch:
-                            break
-                        start = page[-1][0] + b"\x00"
-        return read
-
-    def rederive_queues(self, timeout=60.0):
-        """Set the queue sizes (``deletes_X``, so that ``inserts_X - deletes_X`` is the size) to
-        the crashes waiting in each queue by the facts this deriver counted, once caught up,
-        under the lease and through the journal like a batch: ``reconcile-queue`` on a cut-over
-        store.  Needed only after an upgrade from a version whose saves moved them.  A priority
-        request pending since before that upgrade is left out (its facts do not say it): it
-        leaves the count it never entered when served.  Returns ``{"before", "after",
-        "corrected"}``."""
-        self.catch_up(timeout)
-        sizes = {"standard": 0, "legacy": 0, "priority": 0}
-        with self._lock:
-            self._wait_for_lease(timeout)
-            for row, cells in self.backend.scan(K.DERIVED, columns=[D.COL_COUNTED]):
-                if D.is_counted_row(row):  # not the mark, the lease or a hang pair's
-                    for queue in waiting_in(D.decode_facts(cells.get(D.COL_COUNTED))):
-                        sizes[queue] += 1
-            live = read_counters(self.backend, K.METRICS, K.QUEUE_ROW)
-            before, cells = {}, []
-            for queue, suffix in QUEUE_SUFFIXES.items():
-                inserts, deletes = live.get("inserts_" + suffix, 0), live.get("deletes_" + suffix, 0)
-                before[queue] = inserts - deletes
-                if before[queue] != sizes[queue]:
-                    cells.append((K.METRICS, K.QUEUE_ROW, K.counter_column("deletes_" + suffix), inserts - sizes[queue]))
-            if cells and not self._put_journal(D.encode_journal(cells, [], [], [])):
-                raise BackendUnavailable("the derivation lease was lost while setting the queue sizes")
-            if cells:
-                self._journaled = True
-                self._apply(cells, [], [])
-        return {"before": before, "after": sizes, "corrected": len(cells)}
-
     def _wait_for_lease(self, timeout):
         """Hold the lease within ``timeout`` seconds, asking its holder for it (a batch job's
         derivation: the saving processes' derivers give it up at their next renewal)."""
@@ -424,13 +367,6 @@ class CounterDeriver:
             if time.monotonic() > deadline:
                 raise BackendUnavailable(f"the derivation lease stayed held elsewhere for {timeout:g}s")
             time.sleep(0.05)
-
-    def _rederive(self, batch):
-        n = len(batch)
-        if batch and not (self.lease.hold() and self._derive(dict(batch))):
-            raise BackendUnavailable("the derivation lease was lost while deriving again")
-        batch.clear()
-        return n
 
     def _absolute(self, changes):
         """``([(table, row, column, value)], foreign)``: each changed counter's current value

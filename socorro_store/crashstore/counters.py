@@ -574,10 +574,11 @@ class LiveCounters:
     def close(self):
         if self.sender is not None:
             self.sender.close()
-        if self._deriver is not None:
-            # this process's saves are derived before it goes, as a live store's increments are
-            # sent: a command that saved leaves the counters saying so (bounded: a lagging
-            # store's records are left to the other derivers)
+        if self._deriver is not None and self._derive_background:
+            # a deriving process's saves are derived before it goes, as a live store's increments
+            # are sent: a command that saved leaves the counters saying so (bounded: a lagging
+            # store's records are left to the other derivers).  An inline one leaves them to its
+            # worker (``socorro-store derive run``) or to ``settle()``.
             try:
                 self._deriver.settle_own(CLOSE_SETTLE_SECONDS)
             except (BackendError, BackendUnavailable, TableNotFound) as exc:

@@ -388,8 +388,10 @@ class CrashStore:
 
     def queue_status(self, now=None):
         """The queues (:func:`~.inspect.queue_status`), the search feed's lag under ``"search"``
-        and the deriver's under ``"derivation"`` (:meth:`derivation_status`)."""
+        and the deriver's under ``"derivation"`` (:meth:`derivation_status`, after it)."""
         self.live_counters.settle()  # this store's counters first: it reads its own writes
+        # the sizes it compares with the pointers are derived: what any process left, first
+        self._catch_up_derivation(timeout=10.0)
         status = inspect.queue_status(self.backend, now)
         status["search"] = self.search.status()
         status["derivation"] = self.derivation_status()

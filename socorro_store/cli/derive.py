@@ -82,8 +82,8 @@ def status_command(ctx, as_json):
     click.echo(f"lag        {f'{lag:.1f}s' if lag is not None else '-'}")
     if status.get("foreign_writes"):  # an older version's saves incrementing beside the deriver
         click.echo(f"foreign    {status['foreign_writes']} counter cells written beside the deriver "
-                   f"(last: {status['last_foreign_write']}): stop the older writers, then rollup --since "
-                   "their first day")
+                   f"(last: {status['last_foreign_write']}): stop every writer; the repair is in "
+                   "docs/derivation.md")
 
 
 COMMANDS = [derive_group]

@@ -411,8 +411,8 @@ class CounterDeriver(Rederivation):
         """Cells of this deriver changed by someone else between two of its batches: an older
         version's saves still incrementing beside it (or a process that has not seen the cut-over
         mark yet), whose counts land on top of the deriver's.  Logged, and kept in
-        ``~derive/foreign`` for ``derive status`` and ``ping``: stop those writers, then
-        ``rollup --since`` the first day they ran (docs/derivation.md)."""
+        ``~derive/foreign`` for ``derive status`` and ``ping``: stop those writers, and repair
+        the counters as docs/derivation.md says (the way back, ``rollup --since``, cut-over)."""
         table, row, column, written, read = foreign[0]
         last = f"{table} {row!r} {column!r}: wrote {written}, read {read}"
         log.error("%d counter cell(s) written beside the deriver (an older version still incrementing?), "

@@ -56,6 +56,7 @@ from .counters import UNIQUE_SIGNATURES, coalesce, slack_increments
 from .cut_over import ROW_COLUMNS, enabled
 from .dimensions import Dimensions
 from .hang_pairs import derive_hang_pairs
+from .known_cells import KnownCells
 from .rederivation import Rederivation
 from .row_lease import RowLease, new_holder
 
@@ -223,9 +224,8 @@ class CounterDeriver(Rederivation):
         self.throttled = 0  # saves that waited for derivation (back pressure)
         self._own_lock = threading.Lock()
         self.passes = self.derived = self.replays = self.failures = 0
-        #: ``{(table, row, column): value}`` of this holder's last batch: a cell read at another
-        #: value since was written by someone else (:meth:`_note_foreign`)
-        self._written = {}
+        self._known = KnownCells()  # the cells this holder wrote or read in this hold
+        self.cells_read = 0  # counter cells read to derive (the known ones are not)
         self.last_error = None
         self._thread = None
         if background:
@@ -239,10 +239,12 @@ class CounterDeriver(Rederivation):
             return False
         if not held:  # taken (not renewed): the last holder's batch may be half applied
             if self.lease.taken_with.get(D.COL_LAST_WRITER) != self.lease.holder:
-                self._written = {}  # another holder wrote since this one's last batch
+                self._known.forget()  # another holder wrote since this one's last batch
+            self._known.verify_next()
             journal = D.decode_journal(self.lease.taken_with.get(D.COL_JOURNAL))
             if journal is not None:
                 self._apply(*journal)
+                self._known.remember(journal[0])
                 self.replays += 1
                 self._journaled = True
         return True
@@ -335,12 +337,22 @@ class CounterDeriver(Rederivation):
         if not self._put_journal(D.encode_journal(cells, moved, consumed, pointers)):
             return False
         self._journaled = True
-        self._apply(cells, moved, consumed, pointers)
-        self._written = {(table, row, column): value for table, row, column, value in cells}
+        self._apply_journaled(cells, moved, consumed, pointers)
         if foreign:
             self._note_foreign(foreign)
         self.derived += len(ready)
         return True
+
+    def _apply_journaled(self, cells, moved, consumed, pointers=()):
+        """Apply a batch whose journal is in the lease row.  If that fails part way, the lease is
+        taken again before the next batch, which applies the journal whole (:meth:`_hold_lease`):
+        a batch reading half-applied cells would count some crashes twice, or lose them."""
+        try:
+            self._apply(cells, moved, consumed, pointers)
+        except BaseException:
+            self.lease.lapse()
+            raise
+        self._known.remember(cells)
 
     def _put_journal(self, journal):
         """Put a batch's journal, fenced by the lease (False: lost, nothing written), naming this
@@ -372,13 +384,18 @@ class CounterDeriver(Rederivation):
         """``([(table, row, column, value)], foreign)``: each changed counter's current value
         plus its change, and the unique signatures of each interval whose signature count went
         from nothing to something (or back): a signature counts in an interval's
-        ``unique_crash_signatures`` exactly while its interval counter is positive.  ``foreign``:
-        the cells this holder wrote in its last batch that now read another value (not 0: an
-        expired interval's cells go), ``[(table, row, column, written, read)]``."""
+        ``unique_crash_signatures`` exactly while its interval counter is positive.
+
+        A cell this holder knows (:mod:`.known_cells`) is not read again, except by a batch
+        that verifies: ``foreign`` then lists the known cells read at another value,
+        ``[(table, row, column, known, read)]``: written by someone else."""
         unique = {(K.METRICS, row, UNIQUE_COLUMN) for inc in changes if inc.table == K.SIGNATURES
                   for row in [_interval_row(inc.column)] if row is not None}
+        keys = {(inc.table, inc.row, inc.column) for inc in changes} | unique
+        known, verify = self._known.lookup(keys)
+        to_read = keys if verify else keys - known.keys()
         wanted = {}
-        for table, row, column in [(inc.table, inc.row, inc.column) for inc in changes] + sorted(unique):
+        for table, row, column in to_read:
             rows, columns = wanted.setdefault(table, (set(), set()))
             rows.add(row)
             columns.add(column)
@@ -388,23 +405,22 @@ class CounterDeriver(Rederivation):
             return lambda: current.__setitem__(table, self.backend.get_rows(table, sorted(rows), columns=sorted(columns)))
 
         self.backend.overlap([reader(table, rows, columns) for table, (rows, columns) in wanted.items()])
-
-        def now(table, row, column):
-            return _read_counter(current[table].get(row, {}).get(column))
-
-        foreign = [(*key, self._written[key], now(*key)) for key in sorted(
-            {(inc.table, inc.row, inc.column) for inc in changes} & self._written.keys())
-            if now(*key) not in (0, self._written[key])]
+        read = {(table, row, column): _read_counter(current[table].get(row, {}).get(column))
+                for table, row, column in to_read}
+        self.cells_read += len(read)
+        foreign = self._known.foreign(known, read)
+        current = {**known, **read}
         values = {}
         for inc in changes:
             key = (inc.table, inc.row, inc.column)
-            was = now(*key)
+            was = current[key]
             values[key] = was + inc.amount
             interval = _interval_row(inc.column) if inc.table == K.SIGNATURES else None
             moved = (values[key] > 0) - (was > 0)
             if interval is not None and moved:
                 cell = (K.METRICS, interval, UNIQUE_COLUMN)
-                values[cell] = values.get(cell, now(*cell)) + moved
+                values[cell] = values.get(cell, current[cell]) + moved
+        self._known.remember([(*key, current[key]) for key in unique - values.keys()])  # read, not changed
         return [(*key, value) for key, value in values.items()], foreign
 
     def _note_foreign(self, foreign):

@@ -70,7 +70,7 @@ class Rederivation:
                 raise BackendUnavailable("the derivation lease was lost while setting the queue sizes")
             if cells:
                 self._journaled = True
-                self._apply(cells, [], [])
+                self._apply_journaled(cells, [], [])
         return {"before": before, "after": sizes, "corrected": len(cells)}
 
     def _rederive(self, batch):

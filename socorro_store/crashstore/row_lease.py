@@ -128,6 +128,12 @@ class RowLease:
             self.taken_with = {c: v for c, v in cells.items() if c != self.column}
         return won
 
+    def lapse(self):
+        """Treat the lease as not held here, though its cell still names this holder: the next
+        :meth:`hold` takes it again (this holder's own lease is taken at once) and reads
+        :attr:`taken_with` anew, as after a failure that leaves work to redo."""
+        self.until = 0
+
     def put_fenced(self, puts):
         """Put ``puts`` in the lease row only while this process still holds the lease (a
         check-and-put against its value: one call, even on Thrift1, whose check covers one put

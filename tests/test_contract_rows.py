@@ -31,6 +31,24 @@ def test_get_rows_in_request_order_missing_omitted(backend, t):
     assert backend.get_rows(t, []) == {}
 
 
+def test_get_rows_columns_reads_each_rows_own_columns(backend, t):
+    backend.mutate_rows(t, [RowMutation(r, {b"cf:a": r + b"a", b"cf:b": r + b"b", b"one:c": r + b"c"})
+                            for r in (b"r1", b"r2", b"r3")])
+    found = backend.get_rows_columns(t, {b"r1": [b"cf:a"], b"r2": [b"cf:b", b"one:c", b"cf:zz"],
+                                         b"r3": [b"cf:zz"], b"missing": [b"cf:a"]})
+    assert found == {b"r1": {b"cf:a": b"r1a"}, b"r2": {b"cf:b": b"r2b", b"one:c": b"r2c"}}
+    assert backend.get_rows_columns(t, {}) == {}
+
+
+@pytest.mark.parametrize("columns_by_row", [[b"r1"], {b"r1": []}, {b"r1": [b"cf"]}, {b"": [b"cf:a"]},
+                                            {b"r1": b"cf:a"}])
+def test_get_rows_columns_refuses_what_names_no_cells(backend, t, columns_by_row):
+    from socorro_store.errors import InvalidArgument  # noqa: PLC0415
+
+    with pytest.raises(InvalidArgument):
+        backend.get_rows_columns(t, columns_by_row)
+
+
 def test_values_are_bytes_exactly(backend, t):
     values = {b"cf:empty": b"", b"cf:nul": b"\x00\x00", b"cf:high": bytes(range(256)),
               b"z:big": bytes(range(256)) * 4000}

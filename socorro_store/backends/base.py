@@ -182,6 +182,27 @@ class Backend(abc.ABC):
         is a list of ``b"fam"`` / ``b"fam:qual"``; None means every column.
         """
 
+    def get_rows_columns(self, table, columns_by_row):
+        """Read several rows, each with its own columns, in one call: ``columns_by_row``
+        ``{row: [b"fam:qual", ...]}`` (each list non-empty).  Returns ``{row: {column: value}}``
+        holding only rows with a visible cell among their own columns, and only those columns.
+
+        This default is one :meth:`get_rows` of every column asked, from every row (a backend
+        whose multi-row read names one column list, as Thrift1's and Bigtable's do): it may read
+        many cells to drop them.  A backend whose read names the columns row by row (Thrift2's
+        ``TGet``, the engine) reads only the cells asked."""
+        wanted = check_columns_by_row(columns_by_row)
+        if not wanted:
+            return {}
+        union = sorted({column for columns in wanted.values() for column in columns})
+        found = self.get_rows(table, list(wanted), columns=union)
+        out = {}
+        for row, cells in found.items():
+            mine = {column: cells[column] for column in wanted[row] if column in cells}
+            if mine:
+                out[row] = mine
+        return out
+
     def get_row(self, table, row, columns=None, timestamp=None, include_timestamp=False):
         """One row as ``{column: value}``; ``{}`` when it has no visible selected cell."""
         return self.get_rows(table, [row], columns, timestamp, include_timestamp).get(row, {})
@@ -330,6 +351,23 @@ def check_columns(columns):
     for column in columns:
         check_column(column)
     return list(columns)
+
+
+def check_columns_by_row(columns_by_row):
+    """Validate :meth:`Backend.get_rows_columns`' argument; return it as ``{row: [columns]}``."""
+    if not isinstance(columns_by_row, dict):
+        raise InvalidArgument("columns_by_row must be a dict of row -> list of columns")
+    out = {}
+    for row, columns in columns_by_row.items():
+        check_row_key(row)
+        columns = check_columns(columns)
+        if not columns:
+            raise InvalidArgument(f"no columns asked of row {row!r}")
+        for column in columns:
+            if b":" not in column:
+                raise InvalidArgument(f"a column of get_rows_columns names its qualifier: {column!r}")
+        out[row] = columns
+    return out
 
 
 def check_cells_args(row, column, versions, timestamp):

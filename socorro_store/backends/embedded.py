@@ -178,6 +178,15 @@ class EmbeddedBackend(Backend):
         found = self.engine.get(table, list(rows), selectors, timestamp, shape=row_shape(include_timestamp))
         return dict(found)
 
+    def get_rows_columns(self, table, columns_by_row):
+        wanted = base.check_columns_by_row(columns_by_row)
+        if not wanted:
+            return {}
+        self.count_call("get_rows")
+        found = self.engine.get_each(table, {row: [split_column(c) for c in columns] for row, columns in wanted.items()},
+                                     shape=row_shape(False))
+        return dict(found)
+
     def get_cells(self, table, row, column, versions=None, timestamp=None):
         base.check_cells_args(row, column, versions, timestamp)
         self.count_call("get_cells")

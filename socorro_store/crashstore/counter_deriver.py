@@ -396,15 +396,13 @@ class CounterDeriver(Rederivation):
         to_read = keys if verify else keys - known.keys()
         wanted = {}
         for table, row, column in to_read:
-            rows, columns = wanted.setdefault(table, (set(), set()))
-            rows.add(row)
-            columns.add(column)
+            wanted.setdefault(table, {}).setdefault(row, []).append(column)
         current = {}
 
-        def reader(table, rows, columns):
-            return lambda: current.__setitem__(table, self.backend.get_rows(table, sorted(rows), columns=sorted(columns)))
+        def reader(table, columns_by_row):
+            return lambda: current.__setitem__(table, self.backend.get_rows_columns(table, columns_by_row))
 
-        self.backend.overlap([reader(table, rows, columns) for table, (rows, columns) in wanted.items()])
+        self.backend.overlap([reader(table, columns_by_row) for table, columns_by_row in wanted.items()])
         read = {(table, row, column): _read_counter(current[table].get(row, {}).get(column))
                 for table, row, column in to_read}
         self.cells_read += len(read)

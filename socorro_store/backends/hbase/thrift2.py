@@ -368,6 +368,22 @@ class HBaseThrift2Backend(Thrift2Admin, Backend):
                 out[row] = cells
         return out
 
+    def get_rows_columns(self, table, columns_by_row):
+        wanted = base.check_columns_by_row(columns_by_row)
+        if not wanted:
+            return {}
+        self._check_families(table, sorted({c for columns in wanted.values() for c in columns}))
+        rows = list(wanted)
+        gets = [hbase2.TGet(row=row, columns=_tcolumns(wanted[row])) for row in rows]
+        wire = self._name(table)
+        results = self._call("get_rows", lambda c: c.getMultiple(wire, gets), table, rows=rows)
+        out = {}
+        for row, result in zip(rows, results):
+            cells = _cells(result, False)
+            if cells:
+                out[row] = cells
+        return out
+
     def get_cells(self, table, row, column, versions=None, timestamp=None):
         base.check_cells_args(row, column, versions, timestamp)
         self._check_families(table, [column])

@@ -338,18 +338,33 @@ def _whole_row(backend, signature, now, start, end, product, version, os):
 def first_appearances(backend, signatures, now=None, years=30):
     """``{signature: {"level", "start"} or None}``: the most precise interval known to hold each
     signature's first crash (as :func:`signature_report`'s ``first_seen``), from the plain
-    columns above 0 still kept among :func:`_first_seen_columns`: ``years`` yearly, 36 monthly,
-    62 daily and 49 hourly columns up to ``now``.  One multi-row get, column-filtered, whatever
-    the number of signatures."""
+    columns above 0 still kept, up to ``now``: the ``years`` yearly columns, then (the descent
+    of :func:`_unread_finer`) the months of the first year found, the days of its first month
+    and the hours of its first day.  One multi-row get a level (:meth:`~socorro_store.backends.
+    base.Backend.get_rows_columns`: each row its own columns), whatever the number of
+    signatures: about 30 + 12 + 31 + 24 columns a signature at most, not every interval of every
+    level (177), which the busiest rows of ``crash_report_signatures`` make costly."""
     now = datetime.now(timezone.utc) if now is None else K.parse_timestamp(now, "now")
     signatures = list(signatures)
     if not signatures:
         return {}
-    columns = _first_seen_columns(now, years=years)
+    yearly = {column: at for column, at in _first_seen_columns(now, years=years).items() if at[0] == "year"}
     rows = {K.signature_row(s): s for s in signatures}
-    found = backend.get_rows(K.SIGNATURES, list(rows), columns=sorted(columns))
+    asked = {row: dict(yearly) for row in rows}  # {row: {column: (level, start)}} read so far
+    cells = {row: {} for row in rows}
+    pending = {row: yearly for row in rows}
+    while pending:
+        found = backend.get_rows_columns(K.SIGNATURES, {row: sorted(columns) for row, columns in pending.items()})
+        descending = {}
+        for row in pending:
+            cells[row].update(found.get(row, {}))
+            finer = _unread_finer(_by_level(cells[row], asked[row], positive=True), asked[row], None, now)
+            if finer:
+                asked[row].update(finer)
+                descending[row] = finer
+        pending = descending
     out = {}
     for row, signature in rows.items():
-        first = _first_seen(_by_level(found.get(row, {}), columns, positive=True))
+        first = _first_seen(_by_level(cells[row], asked[row], positive=True))
         out[signature] = {"level": first[0], "start": first[1].isoformat()} if first else None
     return out

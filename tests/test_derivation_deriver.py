@@ -103,7 +103,7 @@ def derived(backend):
             RK.parse_rank_row(row)
         except InvalidArgument:
             continue  # the since, head, top and slack rows
-        out.update({(K.SIGNATURES_SEEN, row, c): K.decode_counter(v) for c, v in cells.items()})
+        out.update({(K.SIGNATURES_SEEN, row, RK.rank_column(sig)): n for sig, n in RK.ranking_counts(cells).items()})
     return {key: n for key, n in out.items() if n}
 
 

@@ -332,7 +332,7 @@ class CounterDeriver(Rederivation):
         if not moved and not consumed:
             return True
         changes = coalesce(changes)
-        changes = coalesce(changes + slack_increments(changes))
+        changes = coalesce(changes + slack_increments(changes, in_row=True))
         cells, foreign = self._absolute(changes)
         if not self._put_journal(D.encode_journal(cells, moved, consumed, pointers)):
             return False

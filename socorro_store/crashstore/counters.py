@@ -224,10 +224,12 @@ def coalesce(increments):
 SLACK_MARGIN = timedelta(minutes=10)
 
 
-def slack_increments(increments, now=None):
+def slack_increments(increments, now=None, in_row=False):
     """The slack-row increments (:func:`~socorro_store.schema.ranking_keys.slack_row`) of the
     ranking changes in ``increments`` (coalesced) that hit a closed day: a day ``rollup`` may
-    have written head and top rows of, whose bounds then widen by the change."""
+    have written head and top rows of, whose bounds then widen by the change.  ``in_row`` (the
+    deriver): also each changed ranking row's own slack cells, whatever its day (its open head's
+    base, :func:`~socorro_store.schema.ranking_keys.open_head_cell`)."""
     now = now or datetime.now(timezone.utc)
     closed_before = (now + SLACK_MARGIN).date()
     totals = {}
@@ -238,8 +240,8 @@ def slack_increments(increments, now=None):
             day, key = RK.parse_rank_row(inc.row)
         except InvalidArgument:
             continue  # not a day's ranking row
-        if day < closed_before:
-            row = RK.slack_row(day, key)
+        rows = ([RK.slack_row(day, key)] if day < closed_before else []) + ([inc.row] if in_row else [])
+        for row in rows:
             for column, amount in RK.slack_amounts(inc.amount).items():
                 totals[(row, column)] = totals.get((row, column), 0) + amount
     return [Increment(SIGNATURES_SEEN, row, column, n) for (row, column), n in totals.items() if n]

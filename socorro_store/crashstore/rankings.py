@@ -23,12 +23,16 @@ signature.
 """
 
 import bisect
+import collections
+import threading
+import weakref
 from datetime import datetime, timezone
 
 from ..backends.base import RowMutation
 from ..errors import InvalidArgument
 from ..schema import keys as K
 from ..schema import ranking_keys as RK
+from .cut_over import enabled
 
 FIRST_DAY = RK.FIRST_DAY
 
@@ -127,28 +131,41 @@ def read_top(backend, periods, key=None, limit=50):
     the head rows (and ``~rank/since``), the full rows of the days with none (today), one
     column-filtered read of the candidates' exact counts, and one more when a previous rank
     needs other signatures' exact counts; when the head rows prove nothing, the same from the
-    top rows; when they prove nothing either, the full rows."""
+    top rows; when they prove nothing either, the full rows.
+
+    A day with no head row from ``rollup`` (today) on a cut-over store is read whole once; the
+    head and top this process computed from it (:func:`_full_keeping_heads`) then stand in for
+    its head and top rows while they bound it (:func:`_kept_heads`).  When those kept ones are
+    what the top-row pass leaned on and it proves nothing, the days are read whole again (and
+    their heads kept anew) before the full rows of both periods are."""
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise InvalidArgument(f"limit must be a positive int: {limit!r}")
     if not RK.ranked_key(key):
         return None
     now_days, then_days = (list(days) for days in periods)
     full = {}  # {day: counts} of the full rows read, kept for the top-row pass
-    for head in (True, False):
-        found = _read_top_rows(backend, now_days, then_days, key, limit, head, full)
+    leaned = []  # the days whose kept heads (or tops) the last pass used
+    for head, kept in ((True, True), (False, True), (False, False)):
+        if not kept and not leaned:
+            break
+        leaned.clear()
+        found = _read_top_rows(backend, now_days, then_days, key, limit, head, full, kept, leaned)
         if found is not _NOT_PROVEN:
             return found
     return _from_full(backend, now_days, then_days, key, limit)
 
 
-def _read_top_rows(backend, now_days, then_days, key, limit, head, full):
+def _read_top_rows(backend, now_days, then_days, key, limit, head, full, kept=False, leaned=None):
     """:func:`read_top` from the head rows (``head``) or the top rows: the answer, None (not
-    ranked), or ``_NOT_PROVEN``; ``full``: ``{day: counts}`` of the full rows read so far."""
+    ranked), or ``_NOT_PROVEN``; ``full``: ``{day: counts}`` of the full rows read so far;
+    ``kept``: use the heads (or tops) this process kept of days with none from ``rollup``, and
+    list those days in ``leaned``."""
     days = now_days + then_days
     today = datetime.now(timezone.utc).date()  # a day not over has no top row yet: read in full
     rows = {RK.top_row(d, key, head=head): d for d in days if d < today}
     slack_rows = [RK.slack_row(d, key) for d in rows.values()]
-    unread = [d for d in days if d >= today and d not in full]
+    open_heads = enabled(backend)  # the deriver keeps each ranking row's own slack
+    unread = [d for d in days if d >= today and d not in full and not open_heads]
     found = backend.get_rows(K.SIGNATURES_SEEN, [RK.SINCE_ROW] + list(rows) + slack_rows
                              + [RK.rank_row(d, key) for d in unread])
     since = found.get(RK.SINCE_ROW, {}).get(RK.COL_SINCE)
@@ -162,7 +179,12 @@ def _read_top_rows(backend, now_days, then_days, key, limit, head, full):
         rows = {RK.top_row(d, key): d for d in older}
         found = backend.get_rows(K.SIGNATURES_SEEN, list(rows))
         tops.update({day: RK.parse_top_cells(found[row], slack[day]) for row, day in rows.items() if row in found})
-    full.update(_full_counts(backend, [d for d in days if d not in tops and d not in full], key))
+    rest = [d for d in days if d not in tops and d not in full]  # today, and days not rolled up
+    if open_heads and kept:
+        tops.update(_kept_heads(backend, rest, key, head))
+        leaned += [d for d in rest if d in tops]
+        rest = [d for d in rest if d not in tops]
+    full.update(_full_keeping_heads(backend, rest, key) if open_heads else _full_counts(backend, rest, key))
     now, then = _Period(now_days, tops, full), _Period(then_days, tops, full)
     lows = sorted(((n, row) for row, n in now.lower.items() if n > 0), key=lambda item: (-item[0], item[1]))
     bar = lows[limit - 1][0] if len(lows) >= limit else 1
@@ -249,6 +271,52 @@ def _full_counts(backend, days, key):
     for row, cells in backend.get_rows(K.SIGNATURES_SEEN, list(rows)).items():
         out[rows[row]] = RK.ranking_counts(cells)
     return out
+
+
+#: the open heads and tops this process computed: ``{backend: {(day, key, head): open head}}``, the newest
+#: :data:`OPEN_HEADS_KEPT` of a backend (an ordered dict: the oldest goes first)
+_open_heads_kept = weakref.WeakKeyDictionary()
+_open_heads_lock = threading.Lock()
+OPEN_HEADS_KEPT = 512
+
+
+def _kept_heads(backend, days, key, head):
+    """``{day: head as parse_top_cells gives}``: of ``days`` (with no head row from
+    ``rollup``: today, a day not rolled up yet), the heads (``head``, else the tops) this process
+    computed from their full rows (:func:`_full_keeping_heads`) that still bound them, widened by
+    each row's own slack, read in one call.  Kept in this process, not written: a report writes
+    nothing."""
+    with _open_heads_lock:
+        mine = _open_heads_kept.setdefault(backend, collections.OrderedDict())
+        kept = {RK.rank_row(day, key): (day, mine.get((day, key, head))) for day in days}
+    kept = {row: found for row, found in kept.items() if found[1] is not None}
+    if not kept:
+        return {}
+    slack = backend.get_rows(K.SIGNATURES_SEEN, list(kept), columns=list(RK.SLACK_COLUMNS))
+    heads = {day: RK.widen_open_head(found, slack.get(row, {})) for row, (day, found) in kept.items()}
+    return {day: found for day, found in heads.items() if found is not None}
+
+
+def _full_keeping_heads(backend, days, key):
+    """:func:`_full_counts` of ``days``, keeping each row's open head for :func:`_kept_heads`."""
+    if not days:
+        return {}
+    rows = {RK.rank_row(day, key): day for day in days}
+    full = {day: {} for day in days}
+    with _open_heads_lock:
+        mine = _open_heads_kept.setdefault(backend, collections.OrderedDict())
+    for row, cells in backend.get_rows(K.SIGNATURES_SEEN, list(rows)).items():
+        day = rows[row]
+        full[day] = RK.ranking_counts(cells)
+        for head, k in ((True, RK.HEAD_K), (False, RK.TOP_K)):
+            found = RK.open_head(cells, k)
+            if found is not None:
+                with _open_heads_lock:
+                    mine[(day, key, head)] = found
+                    mine.move_to_end((day, key, head))
+                    while len(mine) > OPEN_HEADS_KEPT:
+                        mine.popitem(last=False)
+    return full
 
 
 def _from_full(backend, now_days, then_days, key, limit):

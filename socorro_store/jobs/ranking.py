@@ -61,7 +61,8 @@ def fix_day_rankings(backend, corrector, spilled, day, admission, slack=None):
     first = RK.rank_row(day)
     for row, cells in backend.scan(K.SIGNATURES_SEEN, start=first, stop=first + DK.SEPARATOR + b"\xff",
                                    page_size=4):
-        live = {c: K.decode_counter(v) for c, v in cells.items() if len(v) == 8}
+        # a signature's cells (the row's own slack, the deriver's, is no count to fix)
+        live = {RK.rank_column(sig): n for sig, n in RK.ranking_counts(cells).items()}
         _fix_row(corrector, tops, row, spilled.pop_ranking(row), live)
     for row in spilled.ranking_rows():  # rows with no live cell
         _fix_row(corrector, tops, row, spilled.pop_ranking(row), {})

@@ -42,6 +42,13 @@ net change to the total: the head and top rows stay true bounds without a rewrit
     crash_report_signatures_seen  ~rank/slack/2016-09-18[|key]   seen:\\xffpos / \\xffneg / \\xffnet = counters
 
 (slack rows sort after ``~rank/since`` and before the head rows: outside every day's scan).
+
+On a cut-over store the deriver also keeps each ranking row's own slack, in the row (the same
+``\\xffpos`` / ``\\xffneg`` / ``\\xffnet`` cells, written with the signature cells: one row,
+one atomic write), for every day, the open one too.  So a report that reads a day's full row
+(today's: no rollup has written its head) reads its counts and their slack at one moment, and
+what it computes from them (:func:`open_head`) bounds the row later as a head row does, widened
+by the row's slack since (:func:`widen_open_head`).
 """
 
 import struct
@@ -166,6 +173,31 @@ def parse_slack_cells(cells):
 def base_cells(slack):
     """A top row's cells recording ``slack`` (``(added, taken, net)``) as its base."""
     return {column: encode_counter(n) for column, n in zip(BASE_COLUMNS, slack)}
+
+
+def open_head(cells, k=HEAD_K):
+    """The head of a ranking row read whole (``cells``: its signature cells and its own slack,
+    read at one moment): ``({signature row: n} of its ``k`` first, k-th count (0: all here),
+    total, base slack)``, or None when the row keeps no slack of its own (a live writer's)."""
+    base = parse_slack_cells(cells)
+    if base[0] <= 0:
+        return None
+    counts = ranking_counts(cells)
+    order = sorted(((n, row) for row, n in counts.items() if n > 0), key=lambda item: (-item[0], item[1]))
+    kept = order[:k]
+    return ({row: n for n, row in kept}, kept[-1][0] if len(order) > k else 0,
+            sum(n for n, _row in order), base)
+
+
+def widen_open_head(head, slack):
+    """An :func:`open_head` now, as :func:`parse_top_cells` gives a head row: ``({signature
+    row: n}, k-th count, total, added, taken)`` widened by ``slack`` (the row's own slack cells
+    now); None when the slack went back (the row was rewritten since: the head proves nothing)."""
+    counts, kth, total, base = head
+    added, taken, net = parse_slack_cells(slack)
+    if added < base[0] or taken < base[1]:
+        return None
+    return counts, kth, total + net - base[2], added - base[0], taken - base[1]
 
 
 def parse_top_row(row):

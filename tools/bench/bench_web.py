@@ -166,6 +166,23 @@ def flatness(stores, labels, requests):
           f"({'PASS' if worst <= 1.5 else 'MISS'} against 1.5x)")
 
 
+def save_late_crashes(store, info, count, seed):
+    """Save ``count`` crashes into the store's closed days (every day but today), spread evenly,
+    as a backlog processed late would arrive: after those days' rollup, so their head and top
+    rows are bounds widened by the slack, not exact.  New crash ids, the same signature names."""
+    first_day = datetime.fromisoformat(info["first_day"]).replace(tzinfo=timezone.utc)
+    today = datetime.now(timezone.utc).date()
+    days = [d for d in range(info["days"]) if (first_day + timedelta(days=d)).date() < today]
+    t0 = time.perf_counter()
+    for d, n in bench_web_build.per_day(count, len(days)).items():
+        crashes = bench_web_build.day_crashes(first_day, days[d], n, seed, info["signatures"], draw=1)
+        store.save_raw_crashes([(raw, {}, cid) for raw, cid, _sig, _os in crashes])
+        store.save_processed_crashes([bench_web_build.processed_of(*c) for c in crashes])
+    store.settle()
+    print(f"late crashes: {count:,} over {len(days)} closed days, saved and derived in "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)
+
+
 def _store_info(args, directory, url, signatures):
     if args.partial:
         info = bench_web_build.partial(directory)
@@ -197,6 +214,9 @@ def main(argv=None):
     parser.add_argument("--flatness-url", help="the store of --flatness (default: embedded DIR-sigN)")
     parser.add_argument("--build-only", action="store_true", help="build, do not time")
     parser.add_argument("--no-pages", action="store_true", help="time only the --flatness comparison")
+    parser.add_argument("--late", type=int, default=0, metavar="N",
+                        help="before timing, save N late crashes into the closed days (after their rollup), "
+                             "spread evenly, and let derivation catch up")
     parser.add_argument("--partial", action="store_true",
                         help="time the store in --dir as it stands, an unfinished build (stop the build first)")
     args = parser.parse_args(argv)
@@ -212,6 +232,8 @@ def main(argv=None):
     if last_day != today:
         print(f"note: the store ends on {last_day}, the pages read the days up to today ({today})")
     with open_store(args.url or f"embedded://{args.dir}") as store:
+        if args.late:
+            save_late_crashes(store, info, args.late, args.seed)
         if not args.no_pages:
             paths = _paths(create_app(store).test_client(), args.seed, info["signatures"])
             misses = time_pages(store, paths, args.requests)

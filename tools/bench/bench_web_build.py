@@ -41,19 +41,21 @@ def per_day(crashes, days):
     return {d: crashes // days + (1 if d < crashes % days else 0) for d in range(days)}
 
 
-def day_crashes(first_day, d, count, seed, signatures):
-    """Day ``d``'s crashes as ``[(raw, crash_id, signature, os)]``, the same in every process.
+def day_crashes(first_day, d, count, seed, signatures, draw=0):
+    """Day ``d``'s crashes as ``[(raw, crash_id, signature, os)]``, the same in every process
+    (``draw``: another draw of the day's crashes, new ids, the same names: late crashes).
 
     ``synthetic_crashes`` draws its names from its own seed, a new list each day: each day's rank
     is mapped back to one list so that a signature keeps its rank (and trend) across days.  The
     Notes annotation is dropped (metadata only: no page reads it, and it would double the bytes
     written)."""
     stable = signature_names(signatures, random.Random(seed))
-    rng = random.Random(seed * 1000 + d)
+    rng = random.Random(seed * 1000 + d + draw * 7919)
     day = first_day + timedelta(days=d)
-    ranks = {name: rank for rank, name in enumerate(signature_names(signatures, random.Random(seed + d)))}
+    drawn = seed + d + draw * 100_003
+    ranks = {name: rank for rank, name in enumerate(signature_names(signatures, random.Random(drawn)))}
     out = []
-    for raw, _dumps, cid, sig in synthetic_crashes(count, day, seed=seed + d, dump_kb=0, signatures=signatures):
+    for raw, _dumps, cid, sig in synthetic_crashes(count, day, seed=drawn, dump_kb=0, signatures=signatures):
         raw.pop("Notes", None)
         sig = stable[ranks[sig]] if sig else sig  # None (failed) and "" (empty) stay as drawn
         os_name = "Android" if raw["ProductName"] in MOBILE else weighted_choice(rng, DESKTOP_OS)
@@ -61,7 +63,7 @@ def day_crashes(first_day, d, count, seed, signatures):
     return out
 
 
-def _processed(raw, cid, sig, os_name):
+def processed_of(raw, cid, sig, os_name):
     # as the demo's processors: None is a failed processing; process_type feeds the per-process
     # ranking rows and columns
     return {"uuid": cid, "signature": sig, "product": raw["ProductName"], "version": raw["Version"],
@@ -82,7 +84,7 @@ def _writer(url, first_day, days, seed, signatures, batch, done_q, stop_event):
                 for i in range(0, len(crashes), batch):
                     chunk = crashes[i:i + batch]
                     store.save_raw_crashes([(raw, {}, cid) for raw, cid, _sig, _os in chunk])
-                    store.save_processed_crashes([_processed(*c) for c in chunk])
+                    store.save_processed_crashes([processed_of(*c) for c in chunk])
                     if stop_event.is_set():
                         return  # closing the store sends the counters it holds
                 store.flush_counters()

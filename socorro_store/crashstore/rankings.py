@@ -20,6 +20,12 @@ top rows (``TOP_K`` signatures) are tried the same way, and when they prove noth
 flat distribution) the full rows are read, as :func:`read_rankings` does.  A one-day report
 (today's top, with yesterday's for the movement) reads yesterday's head row, not its every
 signature.
+
+Today has no head row (``rollup`` writes them for closed days).  On a cut-over store the deriver
+keeps each ranking row's own slack in the row, so a report reads today's row whole once, keeps
+the head and top it computes from it in this process, and the next reports read only the row's
+slack and use them as head and top rows, widened by the slack since
+(:func:`~socorro_store.schema.ranking_keys.widen_open_head`).
 """
 
 import bisect
@@ -277,7 +283,7 @@ def _full_counts(backend, days, key):
 #: :data:`OPEN_HEADS_KEPT` of a backend (an ordered dict: the oldest goes first)
 _open_heads_kept = weakref.WeakKeyDictionary()
 _open_heads_lock = threading.Lock()
-OPEN_HEADS_KEPT = 512
+OPEN_HEADS_KEPT = 256
 
 
 def _kept_heads(backend, days, key, head):

@@ -15,7 +15,8 @@ are gone.  One process at a time, under the lease (``~derive/lease``), derives:
    (:func:`~.contributions.facts_of`, capped by the registry) are compared with the facts it is
    counted under; the difference, summed over the batch, is the batch's change of every counter
    (slack rows of closed days included);
-4. it reads those counters, adds the change (an interval's ``unique_crash_signatures`` moves
+4. it reads those counters (the ones it does not know from its own writes in this hold,
+   :mod:`.known_cells`; each row only its own columns), adds the change (an interval's ``unique_crash_signatures`` moves
    when one of its signature counters goes from 0 to positive or back), and writes the batch,
    absolute values, the crashes'
    new counted facts and the records consumed, to the lease row's journal, fenced by the lease

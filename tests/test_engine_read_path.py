@@ -231,6 +231,24 @@ def test_a_get_is_one_query_per_family_whatever_its_rows(engine):
     assert not any(map(is_general, statements))
 
 
+def test_a_wide_sparse_get_first_finds_the_rows_that_exist(engine):
+    """Rows x qualifiers at or over PROBES_WORTH_A_CHECK: one query finds the rows that exist,
+    and the cells query names only those (its seeks go to rows that are there)."""
+    engine.create_table("t", [FamilySpec("d")])
+    for n in range(0, 300, 3):  # a row in three exists
+        put(engine, "t", b"r%03d" % n, {(b"d", b"q%02d" % (n % 40)): b"%d" % n, (b"d", b"zz"): b"z"})
+    rows = [b"r%03d" % n for n in range(300)]
+    columns = [(b"d", b"q%02d" % i) for i in range(40)]  # 12,000 seeks without the check
+    found, statements = reader_statements(engine, "t", lambda: engine.get("t", rows, columns, shape=VALUES))
+    selects = [s for s in statements if s.startswith("SELECT")]
+    assert len(selects) == 2 and "EXISTS" in selects[0], selects
+    assert selects[1].count("?") < 100 + 40 + 10  # the 100 rows that exist, not 300
+    assert found == [(b"r%03d" % n, {b"d:q%02d" % (n % 40): b"%d" % n}) for n in range(0, 300, 3)]
+    small, statements = reader_statements(engine, "t", lambda: engine.get("t", rows[:30], columns[:2], shape=VALUES))
+    assert not any("EXISTS" in s for s in statements)  # 60 seeks: no check
+    assert small == [(b"r000", {b"d:q00": b"0"})]
+
+
 def test_compressed_values_decode_and_count_their_stored_bytes(engine):
     engine.create_table("t", [FamilySpec("z", compression="GZ"), FamilySpec("d")])
     big = json.dumps([{"frame": i, "module": "xul.dll"} for i in range(300)]).encode()

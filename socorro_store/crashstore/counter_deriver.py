@@ -16,8 +16,9 @@ are gone.  One process at a time, under the lease (``~derive/lease``), derives:
    counted under; the difference, summed over the batch, is the batch's change of every counter
    (slack rows of closed days included);
 4. it reads those counters (the ones it does not know from its own writes in this hold,
-   :mod:`.known_cells`; each row only its own columns), adds the change (an interval's ``unique_crash_signatures`` moves
-   when one of its signature counters goes from 0 to positive or back), and writes the batch,
+   :mod:`.known_cells`; each row only its own columns), adds the change (an interval's
+   ``unique_crash_signatures`` moves when one of its signature counters goes from 0 to
+   positive or back), and writes the batch,
    absolute values, the crashes'
    new counted facts and the records consumed, to the lease row's journal, fenced by the lease
    (a check-and-put against its own lease value: a deriver that lost its lease writes nothing);
@@ -398,13 +399,13 @@ class CounterDeriver(Rederivation):
         wanted = {}
         for table, row, column in to_read:
             wanted.setdefault(table, {}).setdefault(row, []).append(column)
-        current = {}
+        found = {}
 
         def reader(table, columns_by_row):
-            return lambda: current.__setitem__(table, self.backend.get_rows_columns(table, columns_by_row))
+            return lambda: found.__setitem__(table, self.backend.get_rows_columns(table, columns_by_row))
 
         self.backend.overlap([reader(table, columns_by_row) for table, columns_by_row in wanted.items()])
-        read = {(table, row, column): _read_counter(current[table].get(row, {}).get(column))
+        read = {(table, row, column): _read_counter(found[table].get(row, {}).get(column))
                 for table, row, column in to_read}
         self.cells_read += len(read)
         foreign = self._known.foreign(known, read)

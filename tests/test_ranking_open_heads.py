@@ -97,3 +97,37 @@ def test_a_row_without_its_own_slack_is_read_whole_every_time(backend):
     periods = [[today], [today - timedelta(days=1)]]
     for _ in range(2):
         assert RK.rank_row(today) in _check(backend, periods)
+
+
+def test_the_derivers_own_slack_keeps_todays_report_exact_after_saves_and_reprocessings(backend_url):
+    """End to end: saves today, derived; the second report reads no full row; a reprocessing
+    moves a crash to another signature, and the report still equals the full rows' (the row's
+    own slack, written by the deriver with the counts, widens the kept head)."""
+    from store_helpers import crash_id, processed, raw_crash  # noqa: PLC0415
+
+    rng = random.Random(48)
+    now = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
+    today = now.date()
+    periods = [[today], [today - timedelta(days=1)]]
+    with open_store(backend_url, search_url="none") as store:
+        store.create_tables()
+        store.cut_over_counters()
+        ids = []
+        for n, signature in enumerate(["A"] * 6 + ["B"] * 4 + ["C"] * 3 + [f"rare{i}" for i in range(8)]):
+            cid = crash_id(day=now, rng=rng)
+            store.save_raw_crash(raw_crash(cid, submitted=now), {}, cid)
+            store.save_processed(processed(cid, signature=signature))
+            ids.append(cid)
+        store.settle()
+        counting = FullRowReads(store.backend)
+        cells = store.backend.get_row(K.SIGNATURES_SEEN, RK.rank_row(today))
+        assert RK.parse_slack_cells(cells) == (21, 0, 21)  # the deriver's slack of the row
+        assert RK.rank_row(today) in _check(counting, periods)
+        assert _check(counting, periods) == []
+        for cid in ids[:3]:  # three of A's crashes become C's: C leads
+            store.save_processed(processed(cid, signature="C"))
+        store.settle()
+        assert RK.parse_slack_cells(store.backend.get_row(K.SIGNATURES_SEEN, RK.rank_row(today))) == (24, 3, 21)
+        _check(counting, periods)
+        top = rankings.read_top(store.backend, periods, limit=2)[0]
+        assert top == {K.signature_row("C"): (1, 6), K.signature_row("B"): (2, 4)}

@@ -311,11 +311,13 @@ def _full_keeping_heads(backend, days, key):
     full = {day: {} for day in days}
     with _open_heads_lock:
         mine = _open_heads_kept.setdefault(backend, collections.OrderedDict())
-    for row, cells in backend.get_rows(K.SIGNATURES_SEEN, list(rows)).items():
-        day = rows[row]
-        full[day] = RK.ranking_counts(cells)
+    found_rows = backend.get_rows(K.SIGNATURES_SEEN, list(rows))
+    for row, day in rows.items():
+        # a row not there yet has no count and no slack: whatever the deriver adds is slack
+        cells = found_rows.get(row)
+        full[day] = RK.ranking_counts(cells or {})
         for head, k in ((True, RK.HEAD_K), (False, RK.TOP_K)):
-            found = RK.open_head(cells, k)
+            found = RK.open_head(cells, k) if cells is not None else ({}, 0, 0, (0, 0, 0))
             if found is not None:
                 with _open_heads_lock:
                     mine[(day, key, head)] = found

@@ -55,8 +55,10 @@ def test_the_process_type_filter_ranks_that_process_only(web):
     assert [(s["signature"], s["count"]) for s in data["signatures"]] == [("js::GC", 5), ("ipc::Abort", 2)]
     assert data["total"] == 7 and data["process_type"] == "content" and data["process_type_columns"] is None
     # the ranking (the day and the one before were never rolled up: their head rows, top rows,
-    # then full rows), metrics, the OS registry row and split, first appearances: no scan
-    assert calls == {"get_rows": 7}
+    # then full rows), metrics, the OS registry row and split, first appearances (a read a
+    # level: the years, the first year's months, its first month's days, its first day's
+    # hours): no scan
+    assert calls == {"get_rows": 10}
     browser = client.get(f"/api/topcrashers?day={DAY}&process_type=parent").get_json()
     assert [(s["signature"], s["count"]) for s in browser["signatures"]] == [("js::GC", 2), ("gfx::Draw", 1)]
     html = client.get(f"/topcrashers/?day={DAY}&process_type=gpu").get_data(as_text=True)
@@ -75,8 +77,8 @@ def test_the_process_type_columns_show_each_signatures_split(web):
     assert data["process_type_columns"] == ["content", "gpu", "parent", "rdd"]
     # the split is one more multi-row get of the rankings, whatever the signatures shown: the
     # ranking (3 gets, as above), metrics, the OS registry row and split, the process-type split,
-    # first appearances
-    assert calls == {"get_rows": 8}
+    # first appearances (4 gets, as above)
+    assert calls == {"get_rows": 11}
     assert unsplit.get_json()["process_type_columns"] is None  # a filtered report is not split
     html = client.get(f"/topcrashers/?day={DAY}").get_data(as_text=True)
     headers = [unescape(h) for h in re.findall(r'<th class="num pt"[^>]*>([^<]+)</th>', html)]

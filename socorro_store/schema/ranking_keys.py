@@ -182,11 +182,7 @@ def open_head(cells, k=HEAD_K):
     base = parse_slack_cells(cells)
     if base[0] <= 0:
         return None
-    counts = ranking_counts(cells)
-    order = sorted(((n, row) for row, n in counts.items() if n > 0), key=lambda item: (-item[0], item[1]))
-    kept = order[:k]
-    return ({row: n for n, row in kept}, kept[-1][0] if len(order) > k else 0,
-            sum(n for n, _row in order), base)
+    return (*_top_of(ranking_counts(cells), k), base)
 
 
 def widen_open_head(head, slack):
@@ -212,12 +208,17 @@ def top_cells(counts, k=None):
     """The cells of a top row of one day's exact ``counts`` ({signature row: n}): the ``k``
     (default :data:`TOP_K`) highest (ties by signature row), the ``k``-th count when some were
     left out (else 0), and the total."""
-    k = TOP_K if k is None else k
+    kept, kth, total = _top_of(counts, TOP_K if k is None else k)
+    return {**{rank_column(row): encode_counter(n) for row, n in kept.items()},
+            COL_KTH: encode_counter(kth), COL_TOTAL: encode_counter(total)}
+
+
+def _top_of(counts, k):
+    """``({signature row: n} of the k highest, ties by signature row; the k-th count when some
+    were left out, else 0; the total)`` of ``counts`` (counts of 0 or less left out)."""
     order = sorted(((n, row) for row, n in counts.items() if n > 0), key=lambda item: (-item[0], item[1]))
     kept = order[:k]
-    kth = kept[-1][0] if len(order) > k else 0
-    return {**{rank_column(row): encode_counter(n) for n, row in kept},
-            COL_KTH: encode_counter(kth), COL_TOTAL: encode_counter(sum(n for n, _row in order))}
+    return {row: n for n, row in kept}, kept[-1][0] if len(order) > k else 0, sum(n for n, _row in order)
 
 
 def ranking_counts(cells):

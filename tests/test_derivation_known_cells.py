@@ -118,3 +118,38 @@ def test_a_batch_applied_part_way_is_applied_whole_before_the_next(store):
         assert deriver.replays == 1
     finally:
         deriver.close()
+
+
+def test_a_replay_that_fails_part_way_is_replayed_again(store):
+    """The batch fails part way, then so does its replay by the next pass: the pass after that
+    replays the journal again (the lease taken again), rather than derive on half-applied cells."""
+    rng = random.Random(8)
+    deriver = _deriver(store)
+    try:
+        _save(store, rng)
+        _pass(deriver)
+        backend = store.backend
+        real = backend.mutate_tables
+        calls = []
+
+        def half(mutations):
+            calls.append(list(mutations))
+            real({table: m for table, m in mutations.items() if table == K.DERIVED})
+            raise BackendError("connection lost mid-batch")
+
+        _save(store, rng)
+        _save(store, rng, signature="B")
+        backend.mutate_tables = half
+        try:
+            for _ in range(2):  # the batch, then its replay
+                with pytest.raises(BackendError):
+                    deriver.derive_pass()
+        finally:
+            del backend.mutate_tables
+        assert len(calls) == 2 and all(K.DERIVED in c and len(c) > 1 for c in calls)
+        while deriver.derive_pass()["records"]:
+            pass
+        assert derived(store.backend) == truth(store.backend)
+        assert deriver.replays == 1
+    finally:
+        deriver.close()

@@ -244,9 +244,8 @@ class CounterDeriver(Rederivation):
                 self._known.forget()  # another holder wrote since this one's last batch
             self._known.verify_next()
             journal = D.decode_journal(self.lease.taken_with.get(D.COL_JOURNAL))
-            if journal is not None:
-                self._apply(*journal)
-                self._known.remember(journal[0])
+            if journal is not None:  # a replay failing part way is replayed again, as a batch is
+                self._apply_journaled(*journal)
                 self.replays += 1
                 self._journaled = True
         return True

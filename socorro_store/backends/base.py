@@ -357,16 +357,23 @@ def check_columns_by_row(columns_by_row):
     """Validate :meth:`Backend.get_rows_columns`' argument; return it as ``{row: [columns]}``."""
     if not isinstance(columns_by_row, dict):
         raise InvalidArgument("columns_by_row must be a dict of row -> list of columns")
-    out = {}
+    out, checked = {}, {}  # rows mostly share a column list: each list is checked once
     for row, columns in columns_by_row.items():
         check_row_key(row)
-        columns = check_columns(columns)
-        if not columns:
-            raise InvalidArgument(f"no columns asked of row {row!r}")
-        for column in columns:
-            if b":" not in column:
-                raise InvalidArgument(f"a column of get_rows_columns names its qualifier: {column!r}")
-        out[row] = columns
+        if not isinstance(columns, (list, tuple)):
+            raise InvalidArgument("columns must be a list of bytes")
+        if not all(isinstance(column, bytes) for column in columns):
+            check_columns(columns)  # raises, naming the type
+        key = tuple(columns)
+        if key not in checked:
+            if not key:
+                raise InvalidArgument(f"no columns asked of row {row!r}")
+            check_columns(key)
+            for column in key:
+                if b":" not in column:
+                    raise InvalidArgument(f"a column of get_rows_columns names its qualifier: {column!r}")
+            checked[key] = list(key)
+        out[row] = checked[key]
     return out
 
 

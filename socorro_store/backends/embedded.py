@@ -218,7 +218,11 @@ class EmbeddedBackend(Backend):
         if not wanted:
             return {}
         self.count_call("get_rows")
-        found = self.engine.get_each(table, {row: [split_column(c) for c in columns] for row, columns in wanted.items()},
+        split = {}  # rows mostly share a column list: each is split once
+        for columns in wanted.values():
+            if id(columns) not in split:
+                split[id(columns)] = [split_column(c) for c in columns]
+        found = self.engine.get_each(table, {row: split[id(columns)] for row, columns in wanted.items()},
                                      shape=row_shape(False))
         return dict(found)
 

@@ -192,6 +192,35 @@ def _split_kind(product, version, os):
     return "pvo" if version is not None else "po" if product is not None else "os"
 
 
+def _signed_columns(level, moments):
+    """``[(signature column, sign)]`` whose signed sum is the sum of the ``level`` columns of
+    ``moments`` (consecutive intervals, oldest first).  A period of days whose last month is
+    inside it from its first day, and mostly, reads that month as its ``monthly_`` column less
+    the days of it after the period: a period ending today is then its first month's days, the month and the days left
+    in it (3 columns of 30 on the 29th), not a column a day.  Only the last month: the days
+    after a period are newer than it, and expiry deletes the oldest ``daily_`` columns first
+    (and ``monthly_`` ones only after them), so those days are kept whenever the period's are;
+    the days before a period may be gone while the period is not."""
+    plain = [(K.signature_counter_column(level, K.metrics_row(m, level)), 1) for m in moments]
+    if level != "day" or not moments:
+        return plain
+    last = moments[-1]
+    month = last.replace(day=1)
+    if moments[0] > month:  # the days of the month before the period would count too
+        return plain
+    inside = [m for m in moments if m >= month]
+    after, day = [], last + timedelta(days=1)
+    while day.month == last.month:
+        after.append(day)
+        day += timedelta(days=1)
+    if 1 + len(after) >= len(inside):
+        return plain
+    columns = plain[:len(moments) - len(inside)]
+    columns.append((K.signature_counter_column("month", K.metrics_row(month, "month")), 1))
+    columns += [(K.signature_counter_column("day", K.metrics_row(d, "day")), -1) for d in after]
+    return columns
+
+
 def os_splits(backend, signatures, start, end, product=None, version=None):
     """``{signature: {os name: n}}``: the crashes of each of ``signatures`` in ``[start, end)``
     (whole hours or days, as :func:`top_signatures`) by OS, of the product (and version) asked.
@@ -199,7 +228,9 @@ def os_splits(backend, signatures, start, end, product=None, version=None):
     The OS names are those admitted in the ``~dimensions/os`` registry, plus ``##unknown##`` and
     ``##other##`` (over the cap).  Two reads whatever the number of signatures: the registry row,
     and one multi-row get of the signatures' rows, column-filtered to the period's OS columns
-    (intervals x OS names, at most 52 of them).  Names with no crash are left out.
+    (intervals x OS names, at most 52 of them; a period of days reads its last month as the
+    month less the days after the period, :func:`_signed_columns`).  Names with no crash are
+    left out.
     """
     start, end = K.parse_timestamp(start, "start"), K.parse_timestamp(end, "end")
     DK.filter_key(product, version)  # a version needs its product
@@ -213,15 +244,16 @@ def os_splits(backend, signatures, start, end, product=None, version=None):
     norm = {"product": DK.normalize(product) if product is not None else None,
             "version": DK.normalize(version) if version is not None else None}
     keys = {DK.dimension_key(kind, os=name, **norm): name for name in names}
-    columns = {DK.with_key(K.signature_counter_column(level, K.metrics_row(m, level)), key): name
-               for m in moments for key, name in keys.items()}
+    columns = {DK.with_key(column, key): (name, sign)
+               for column, sign in _signed_columns(level, moments) for key, name in keys.items()}
     rows = {K.signature_row(s): s for s in signatures}
     out = {s: {} for s in signatures}
     for row, cells in backend.get_rows(K.SIGNATURES, list(rows), columns=sorted(columns)).items():
         split = out[rows[row]]
         for column, value in cells.items():
             if column in columns and len(value) == 8:
-                split[columns[column]] = split.get(columns[column], 0) + K.decode_counter(value)
+                name, sign = columns[column]
+                split[name] = split.get(name, 0) + sign * K.decode_counter(value)
     return {s: {name: n for name, n in sorted(split.items(), key=lambda item: (-item[1], item[0])) if n > 0}
             for s, split in out.items()}
 

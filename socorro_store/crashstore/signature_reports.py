@@ -8,6 +8,7 @@ and yearly column times every dimension key): :func:`signature_report` reads it 
 (:func:`signature_overview` ``with_counters=False``).  Nothing here reads a crash row.
 """
 
+import functools
 from datetime import datetime, timedelta, timezone
 
 from ..errors import InvalidArgument
@@ -43,8 +44,13 @@ def _column(level, start, key=None):
 def _first_seen_columns(now, key=None, years=30):
     """``{column: (level, start)}``: where a first crash is looked for, the plain (or ``key``)
     columns of ``years`` yearly, 36 monthly, 62 daily and 49 hourly intervals up to ``now``'s
-    (the default retention keeps 3, 3, 31 and 49 of them: every column expiry leaves)."""
-    hour = now.replace(minute=0, second=0, microsecond=0)
+    (the default retention keeps 3, 3, 31 and 49 of them: every column expiry leaves).  A new
+    dict each call (callers add to it); the columns are worked out once an hour."""
+    return dict(_first_seen_columns_of_hour(now.replace(minute=0, second=0, microsecond=0), key, years))
+
+
+@functools.lru_cache(maxsize=16)
+def _first_seen_columns_of_hour(hour, key, years):
     day = hour.replace(hour=0)
     moments = {"hour": [hour - timedelta(hours=h) for h in range(49)],
                "day": [day - timedelta(days=d) for d in range(62)], "month": [], "year": []}
@@ -52,8 +58,8 @@ def _first_seen_columns(now, key=None, years=30):
     for _ in range(36):
         moments["month"].append(month)
         month = (month - timedelta(days=1)).replace(day=1)
-    moments["year"] = [day.replace(year=y, month=1, day=1) for y in range(max(1000, now.year - years + 1), now.year + 1)]
-    return {_column(level, m, key): (level, m) for level, starts in moments.items() for m in starts}
+    moments["year"] = [day.replace(year=y, month=1, day=1) for y in range(max(1000, hour.year - years + 1), hour.year + 1)]
+    return tuple((_column(level, m, key), (level, m)) for level, starts in moments.items() for m in starts)
 
 
 def _by_level(cells, columns, positive=False):
@@ -79,6 +85,14 @@ def _finer_starts(level, start):
     return out
 
 
+@functools.lru_cache(maxsize=1024)
+def _finer_columns(level, start, key):
+    """``((column, (finer level, start)), …)`` of the intervals one level finer inside ``(level,
+    start)``: kept, since a report's signatures mostly descend into the same intervals."""
+    finer = _FINER[level]
+    return tuple((_column(finer, s, key), (finer, s)) for s in _finer_starts(level, start))
+
+
 def _unread_finer(by_level, columns, key, now):
     """``{column: (level, start)}`` to read before :func:`_first_seen` of ``by_level`` (read
     from ``columns``) equals a whole-row read's: the finer intervals up to ``now``, not read
@@ -90,9 +104,7 @@ def _unread_finer(by_level, columns, key, now):
     for depth, level in enumerate(_LEVELS[:-1]):
         found = _first_seen({lv: by_level.get(lv, {}) for lv in _LEVELS[:depth + 1]})
         if found is not None and found[0] == level:
-            finer = _FINER[level]
-            missing = {_column(finer, s, key): (finer, s) for s in _finer_starts(*found) if s <= now}
-            missing = {c: at for c, at in missing.items() if c not in columns}
+            missing = {c: at for c, at in _finer_columns(*found, key) if at[1] <= now and c not in columns}
             if missing:
                 return missing
     return {}

@@ -5,13 +5,12 @@ import functools
 import inspect
 import sqlite3
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 from ..engine import Engine
 from ..engine.direct_reads import VALUES, VALUES_TS
 from ..errors import BackendError, BackendUnavailable, StoreNotFound
 from . import base
-from .base import Backend, overlap_on, split_column
+from .base import Backend, split_column
 
 # SQLite's primary result codes (the low byte of an extended code) that a retry can outlive:
 # another connection holds a lock, or the file could not be opened or read just now.
@@ -95,12 +94,6 @@ class EmbeddedBackend(Backend):
 
     #: the whole multi-cell check-and-put is one engine transaction, not only its first cell
     atomic_check_and_put = True
-    #: threads :meth:`overlap` and :meth:`mutate_tables` run their calls on (0: one after
-    #: another, the default).  With 4, the stress test (many saving threads, a flaky backend)
-    #: deadlocked once in three CI runs on the tables' write transactions, for a 5 % gain on
-    #: the web pages: off until that is understood
-    OVERLAP_THREADS = 0
-
     def __init__(self, directory, sync="normal", create=True):
         """``create=False``: a directory holding no store raises StoreNotFound here.
 
@@ -112,8 +105,6 @@ class EmbeddedBackend(Backend):
         super().__init__()
         self.directory, self.sync = directory, sync
         self._engine, self._closed = None, False
-        self._executor = None
-        self._in_overlap = threading.local()
         try:
             self._engine = Engine(directory, sync, create=False)
         except StoreNotFound:
@@ -137,35 +128,8 @@ class EmbeddedBackend(Backend):
         with _OPEN_LOCK:
             self._closed = True
             engine, self._engine = self._engine, None
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=True)
         if engine is not None:
             engine.close()
-
-    # -- overlapping calls -------------------------------------------------------------------
-    def overlap(self, calls):
-        """:meth:`Backend.overlap`, on :data:`OVERLAP_THREADS` threads (calls made from one of
-        them run one after another: a call waiting for the pool it holds would wait forever)."""
-        calls = list(calls)
-        if len(calls) < 2 or not self.OVERLAP_THREADS or getattr(self._in_overlap, "active", False):
-            return overlap_on(None, calls)
-        with _OPEN_LOCK:
-            if self._closed:
-                raise BackendError("embedded store is closed")
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(self.OVERLAP_THREADS, thread_name_prefix="embedded-overlap",
-                                                    initializer=self._mark_overlap_thread)
-            executor = self._executor
-        return overlap_on(executor, calls)
-
-    def _mark_overlap_thread(self):
-        self._in_overlap.active = True
-
-    def mutate_tables(self, mutations_by_table):
-        """:meth:`Backend.mutate_tables`, one table per thread (:meth:`overlap`)."""
-        items = [(table, mutations) for table, mutations in mutations_by_table.items() if mutations]
-        self.overlap([lambda item=item: self.mutate_rows(*item) for item in items])
 
     # -- admin -------------------------------------------------------------------------------
     def create_table(self, spec):

@@ -273,8 +273,8 @@ def process_type_splits(backend, signatures, start, end):
     signatures = list(signatures)
     if not signatures:
         return {}
-    names = sorted(DK.PROCESS_TYPES | {DK.OTHER})
-    rows = {RK.rank_row(day.date(), DK.process_type_key(name)): name for day in days for name in names}
+    keys = {DK.process_type_key(name): name for name in sorted(DK.PROCESS_TYPES | {DK.OTHER})}
+    rows = {RK.rank_row(day.date(), key): name for day in days for key, name in keys.items()}
     columns = {RK.rank_column(K.signature_row(s)): s for s in signatures}
     out = {s: {} for s in signatures}
     for row, cells in backend.get_rows(K.SIGNATURES_SEEN, list(rows), columns=sorted(columns)).items():

@@ -50,7 +50,6 @@ if not __package__:  # run as a file: tools/ goes on sys.path, so its packages i
 from bench import bench_web_build  # noqa: E402
 
 from socorro_store import open_store  # noqa: E402
-from socorro_store.backends.embedded import EmbeddedBackend  # noqa: E402
 from socorro_store.demo import signature_names  # noqa: E402
 from socorro_store.web import create_app, make_web_server  # noqa: E402
 
@@ -215,8 +214,6 @@ def main(argv=None):
     parser.add_argument("--flatness-url", help="the store of --flatness (default: embedded DIR-sigN)")
     parser.add_argument("--build-only", action="store_true", help="build, do not time")
     parser.add_argument("--no-pages", action="store_true", help="time only the --flatness comparison")
-    parser.add_argument("--sequential", action="store_true",
-                        help="an embedded store runs a page's independent reads one after another (no threads)")
     parser.add_argument("--late", type=int, default=0, metavar="N",
                         help="before timing, save N late crashes into the closed days (after their rollup), "
                              "spread evenly, and let derivation catch up")
@@ -224,8 +221,6 @@ def main(argv=None):
                         help="time the store in --dir as it stands, an unfinished build (stop the build first)")
     args = parser.parse_args(argv)
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log lines between the figures
-    if args.sequential:
-        EmbeddedBackend.OVERLAP_THREADS = 0
     info = _store_info(args, args.dir, args.url, args.signatures)
     if args.flatness:
         other_dir = f"{args.dir.rstrip('/')}-sig{args.flatness}"

@@ -18,7 +18,7 @@ from ..errors import InvalidArgument
 from ..schema import dimension_keys as DK
 from ..schema import keys as K
 from ..schema import ranking_keys as RK
-from . import counters, rankings
+from . import counters, kept_ranking_cells, rankings
 
 DEFAULT_TOP = 20
 CHART_HOURS = 48
@@ -264,7 +264,9 @@ def process_type_splits(backend, signatures, start, end):
     outside :data:`~..schema.dimension_keys.PROCESS_TYPES`), from the days' process-type
     rankings.  One multi-row get whatever the number of signatures: the rows ``~rank/<day>|pt=…``
     of every day and process type, column-filtered to the signatures' columns (so at most
-    days x process types x signatures cells).  Names with no crash are left out; a period before
+    days x process types x signatures cells); a row this process read before and whose own
+    slack is unchanged is not read again, only its slack
+    (:mod:`~socorro_store.crashstore.kept_ranking_cells`: one get more).  Names with no crash are left out; a period before
     the rankings are complete gives what the rankings hold."""
     start, end = K.parse_timestamp(start, "start"), K.parse_timestamp(end, "end")
     level, days = _intervals(start, end)
@@ -277,7 +279,7 @@ def process_type_splits(backend, signatures, start, end):
     rows = {RK.rank_row(day.date(), key): name for day in days for key, name in keys.items()}
     columns = {RK.rank_column(K.signature_row(s)): s for s in signatures}
     out = {s: {} for s in signatures}
-    for row, cells in backend.get_rows(K.SIGNATURES_SEEN, list(rows), columns=sorted(columns)).items():
+    for row, cells in kept_ranking_cells.read_ranking_cells(backend, list(rows), sorted(columns)).items():
         name = rows[row]
         for column, value in cells.items():
             if column in columns and len(value) == 8:

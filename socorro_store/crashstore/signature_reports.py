@@ -360,23 +360,32 @@ def first_appearances(backend, signatures, now=None, years=30):
     signatures = list(signatures)
     if not signatures:
         return {}
-    yearly = {column: at for column, at in _first_seen_columns(now, years=years).items() if at[0] == "year"}
     rows = {K.signature_row(s): s for s in signatures}
-    asked = {row: dict(yearly) for row in rows}  # {row: {column: (level, start)}} read so far
-    cells = {row: {} for row in rows}
-    pending = {row: yearly for row in rows}
+    found = dict.fromkeys(rows)  # {row: (level, start)}: the finest interval known to hold the first crash
+    yearly = tuple(item for item in _first_seen_columns_of_hour(now.replace(minute=0, second=0, microsecond=0),
+                                                                None, years) if item[1][0] == "year")
+    asking = {None: yearly}  # {interval descended into: its finer columns up to now}, shared by rows
+    pending = dict.fromkeys(rows)  # {row: the interval it descends into (None: the years)}
     while pending:
-        found = backend.get_rows_columns(K.SIGNATURES, {row: sorted(columns) for row, columns in pending.items()})
+        lists = {at: [column for column, _at in asking[at]] for at in set(pending.values())}
+        cells = backend.get_rows_columns(K.SIGNATURES, {row: lists[at] for row, at in pending.items()})
         descending = {}
-        for row in pending:
-            cells[row].update(found.get(row, {}))
-            finer = _unread_finer(_by_level(cells[row], asked[row], positive=True), asked[row], None, now)
-            if finer:
-                asked[row].update(finer)
-                descending[row] = finer
+        for row, at in pending.items():
+            got = cells.get(row, {})
+            crashed = [start for column, start in asking[at] if _counted(got.get(column))]
+            if not crashed:  # none at this level (expired, or not counted there): the coarser one stands
+                continue
+            found[row] = first = min(crashed, key=lambda interval: interval[1])
+            if first[0] != "hour":
+                if first not in asking:
+                    asking[first] = tuple(item for item in _finer_columns(*first, None) if item[1][1] <= now)
+                if asking[first]:
+                    descending[row] = first
         pending = descending
-    out = {}
-    for row, signature in rows.items():
-        first = _first_seen(_by_level(cells[row], asked[row], positive=True))
-        out[signature] = {"level": first[0], "start": first[1].isoformat()} if first else None
-    return out
+    return {signature: {"level": found[row][0], "start": found[row][1].isoformat()} if found[row] else None
+            for row, signature in rows.items()}
+
+
+def _counted(value):
+    """A counter cell above 0."""
+    return value is not None and len(value) == 8 and K.decode_counter(value) > 0

@@ -41,6 +41,7 @@ from ..schema.crash_facts import (
 from ..schema.queue_keys import COL_DEAD, COL_DEAD_LETTER, claim_cell, dead_letter_key
 from ..schema.stored import stored_time, time_index_key_forms
 from . import change_records, counters
+from .hang_pairs import pair_time
 from .listings import crashes_by_signature, crashes_submitted  # noqa: F401 - the listings, re-exported
 from .processed_saves import write_processed  # noqa: F401 - the save path of processed crashes
 from .queue import lease_of, read_claims, read_dead_letter_cells
@@ -254,11 +255,11 @@ def _new_hang_pairs(backend, crashes):
     times = _submitted_times(backend, {cid for sides in pairs.values() for cid in sides})
     out = []
     for row, sides in pairs.items():
-        alive = [times[cid] for cid in sides if cid in times]
         # A side whose crash row is not readable yet (its pointers go first) is no side yet, as
         # for rollup: its own save's detection, after its row, counts the pair at the right time.
-        if len(alive) >= 2 and backend.check_and_put(K.HANG_ID, row, K.COL_PAIRED, None, {K.COL_PAIRED: b"1"}):
-            out += counters.hang_pair_increments(max(alive))
+        at = pair_time(times[cid] for cid in sides if cid in times)
+        if at is not None and backend.check_and_put(K.HANG_ID, row, K.COL_PAIRED, None, {K.COL_PAIRED: b"1"}):
+            out += counters.hang_pair_increments(at)
     return out
 
 

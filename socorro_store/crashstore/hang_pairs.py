@@ -36,6 +36,14 @@ def hang_side(facts):
     return facts["hang"], K.hang_column(facts["raw"][1])
 
 
+def pair_time(side_times):
+    """When a hang pair counts: at its later side's submission, once two or more of its sides
+    have crash rows (``side_times``: their submitted times); None while it is no pair.  The one
+    rule the deriver, the saves of a store not cut over and ``rollup``'s recount count by."""
+    alive = sorted(side_times)
+    return alive[-1] if len(alive) >= 2 else None
+
+
 def derive_hang_pairs(backend, moved, cells_of):
     """``(increments, rows)`` bringing the hang-id rows and pair counts of ``moved`` (``[(crash
     id, facts counted under, facts now)]``) to what the crash rows say; ``cells_of`` {crash id:
@@ -80,8 +88,7 @@ def derive_hang_pairs(backend, moved, cells_of):
     times = _side_times(backend, {c for now in sides.values() for c in now.values()}, cells_of)
     increments = []
     for hang_row, now in sides.items():
-        alive = sorted(times[c] for c in now.values() if c in times)
-        at = alive[-1] if len(alive) >= 2 else None
+        at = pair_time(times[c] for c in now.values() if c in times)
         stored = counted.get(D.hang_pair_row(hang_row), {}).get(D.COL_PAIRED)
         counted_at = _parse_time(stored) if stored else (at if K.COL_PAIRED in found.get(hang_row, {}) else None)
         if counted_at == at:

@@ -25,6 +25,7 @@ import collections
 from datetime import timedelta
 
 from ..crashstore import counters
+from ..crashstore.hang_pairs import pair_time
 from ..errors import InvalidArgument
 from ..schema import keys as K
 from ..schema import dimension_keys as DK
@@ -233,7 +234,8 @@ def _count_hang_pairs(backend, hang_sides, tally):
         sides = [v.decode("ascii", "replace") for c, v in rows.get(hang_row, {}).items()
                  if K.is_hang_column(c)]
         alive = [(times[c], c) for c in sides if c in times]
-        if len(alive) >= 2 and max(alive) == (submitted, crash_id):
+        # counted once: by the later side (of equal times, the greater crash id)
+        if pair_time(t for t, _c in alive) is not None and max(alive) == (submitted, crash_id):
             tally.page_minutes[(K.metrics_row(submitted, "minute"), counters.HANG_PAIRS)] += 1
 
 

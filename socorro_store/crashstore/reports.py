@@ -196,11 +196,11 @@ def _signed_columns(level, moments):
     """``[(signature column, sign)]`` whose signed sum is the sum of the ``level`` columns of
     ``moments`` (consecutive intervals, oldest first).  A period of days whose last month is
     inside it from its first day, and mostly, reads that month as its ``monthly_`` column less
-    the days of it after the period: a period ending today is then its first month's days, the month and the days left
-    in it (3 columns of 30 on the 29th), not a column a day.  Only the last month: the days
-    after a period are newer than it, and expiry deletes the oldest ``daily_`` columns first
-    (and ``monthly_`` ones only after them), so those days are kept whenever the period's are;
-    the days before a period may be gone while the period is not."""
+    the days of it after the period: 30 days to the 29th are the first month's day, the month
+    and the 30th (3 columns), not a column a day.  Only the last month: the days after a period
+    are newer than it, and expiry deletes the oldest ``daily_`` columns first (and ``monthly_``
+    ones only after them), so those days are kept whenever the period's are; the days before a
+    period may be gone while the period is not."""
     plain = [(K.signature_counter_column(level, K.metrics_row(m, level)), 1) for m in moments]
     if level != "day" or not moments:
         return plain

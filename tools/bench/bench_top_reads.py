@@ -15,6 +15,10 @@ one's shortcut is worth:
 * first appearances.
 
     PYTHONPATH=. python tools/bench/bench_top_reads.py --dir /tmp/bw-1m --days 30
+    PYTHONPATH=. python tools/bench/bench_top_reads.py --url 'hbase://127.0.0.1:PORT?api=thrift2' --days 7
+
+On a store of a server (``--url``: the one ``bench_web.py --url`` built) the reads' time is
+mostly the server's.
 """
 
 import argparse
@@ -34,12 +38,14 @@ def _a_column_a_day(level, moments):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dir", required=True, help="an embedded store's directory")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--dir", help="an embedded store's directory")
+    target.add_argument("--url", help="any store's URL (e.g. hbase://127.0.0.1:PORT?api=thrift2)")
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--top", type=int, default=50, help="signatures shown (the page's 50)")
     parser.add_argument("--requests", type=int, default=9)
     args = parser.parse_args(argv)
-    with open_store(f"embedded://{args.dir}", search_url="none") as store:
+    with open_store(args.url or f"embedded://{args.dir}", search_url="none") as store:
         backend = store.backend
         now = datetime.now(timezone.utc)
         end = (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)

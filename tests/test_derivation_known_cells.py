@@ -86,6 +86,28 @@ def test_a_verifying_batch_sees_a_write_beside_the_deriver_and_then_the_truth_is
         deriver.close()
 
 
+def _fail_passes_part_way(store, deriver, passes):
+    """Run ``passes`` derive passes whose ``mutate_tables`` lands only the counted facts (what
+    the crashes are counted under), not their counts, then fails; returns the tables each call
+    was given."""
+    backend = store.backend
+    real, calls = backend.mutate_tables, []
+
+    def half(mutations):
+        calls.append(list(mutations))
+        real({table: m for table, m in mutations.items() if table == K.DERIVED})
+        raise BackendError("connection lost mid-batch")
+
+    backend.mutate_tables = half
+    try:
+        for _ in range(passes):
+            with pytest.raises(BackendError):
+                deriver.derive_pass()
+    finally:
+        del backend.mutate_tables
+    return calls
+
+
 def test_a_batch_applied_part_way_is_applied_whole_before_the_next(store):
     """The journal is in the lease row, the apply fails after some of its tables: the next pass
     takes the lease again and applies the journal whole, so no crash is counted twice or lost."""
@@ -94,23 +116,9 @@ def test_a_batch_applied_part_way_is_applied_whole_before_the_next(store):
     try:
         _save(store, rng)
         _pass(deriver)
-        backend = store.backend
-        real = backend.mutate_tables
-        calls = []
-
-        def half(mutations):  # what the crashes are counted under lands, their counts do not
-            calls.append(list(mutations))
-            real({table: m for table, m in mutations.items() if table == K.DERIVED})
-            raise BackendError("connection lost mid-batch")
-
         _save(store, rng)
         _save(store, rng, signature="B")
-        backend.mutate_tables = half
-        try:
-            with pytest.raises(BackendError):
-                deriver.derive_pass()
-        finally:
-            del backend.mutate_tables
+        calls = _fail_passes_part_way(store, deriver, 1)
         assert K.DERIVED in calls[0] and len(calls[0]) > 1  # part of the batch landed
         while deriver.derive_pass()["records"]:
             pass
@@ -128,24 +136,9 @@ def test_a_replay_that_fails_part_way_is_replayed_again(store):
     try:
         _save(store, rng)
         _pass(deriver)
-        backend = store.backend
-        real = backend.mutate_tables
-        calls = []
-
-        def half(mutations):
-            calls.append(list(mutations))
-            real({table: m for table, m in mutations.items() if table == K.DERIVED})
-            raise BackendError("connection lost mid-batch")
-
         _save(store, rng)
         _save(store, rng, signature="B")
-        backend.mutate_tables = half
-        try:
-            for _ in range(2):  # the batch, then its replay
-                with pytest.raises(BackendError):
-                    deriver.derive_pass()
-        finally:
-            del backend.mutate_tables
+        calls = _fail_passes_part_way(store, deriver, 2)  # the batch, then its replay
         assert len(calls) == 2 and all(K.DERIVED in c and len(c) > 1 for c in calls)
         while deriver.derive_pass()["records"]:
             pass

@@ -12,20 +12,16 @@ Only rows with a slack of their own are kept: a row counted live (before a cut-o
 written yet, is read each time.  Nothing is written: a report writes nothing.
 """
 
-import collections
-import threading
-import weakref
-
 from ..schema import keys as K
 from ..schema import ranking_keys as RK
+from .process_memo import BackendMemo
 
 #: rows kept per backend, the least recently used going first (30 days x 16 process types is 480)
 ROWS_KEPT = 4096
 
-# {backend: OrderedDict{row: (slack, {column: value}, columns read and found empty)}}: a row's
-# cells of the columns read, with the slack cells read with them
-_kept = weakref.WeakKeyDictionary()
-_lock = threading.Lock()
+#: ``{row: (slack, {column: value}, columns read and found empty)}`` of each backend: a row's
+#: cells of the columns read, with the slack cells read with them
+kept_rows = BackendMemo(ROWS_KEPT)
 
 
 def read_ranking_cells(backend, rows, columns):
@@ -36,14 +32,8 @@ def read_ranking_cells(backend, rows, columns):
     their columns and slack cells (one more get, when there are any)."""
     columns = list(columns)
     wanted = set(columns)
-    with _lock:
-        mine = _kept.setdefault(backend, collections.OrderedDict())
-        kept = {}
-        for row in rows:
-            found = mine.get(row)
-            if found is not None and wanted <= found[1].keys() | found[2]:  # every column read with it
-                kept[row] = found
-                mine.move_to_end(row)
+    kept = {row: found for row, found in kept_rows.get_many(backend, rows).items()
+            if wanted <= found[1].keys() | found[2]}  # every column read with it
     out, stale = {}, [row for row in rows if row not in kept]
     if kept:
         slack = backend.get_rows(K.SIGNATURES_SEEN, list(kept), columns=list(RK.SLACK_COLUMNS))
@@ -54,15 +44,12 @@ def read_ranking_cells(backend, rows, columns):
                 stale.append(row)
     if stale:
         found = backend.get_rows(K.SIGNATURES_SEEN, stale, columns=sorted(wanted | set(RK.SLACK_COLUMNS)))
-        with _lock:
-            for row in stale:
-                cells = found.get(row, {})
-                slack = RK.parse_slack_cells(cells)
-                counts = {column: value for column, value in cells.items() if column in wanted}
-                out[row] = counts
-                mine.pop(row, None)
-                if slack[0] > 0:  # a slack of its own: the counts stand while it reads the same
-                    mine[row] = (slack, counts, frozenset(wanted - counts.keys()))
-            while len(mine) > ROWS_KEPT:
-                mine.popitem(last=False)
+        keep = []
+        for row in stale:
+            cells = found.get(row, {})
+            slack = RK.parse_slack_cells(cells)
+            out[row] = counts = {column: value for column, value in cells.items() if column in wanted}
+            if slack[0] > 0:  # a slack of its own: the counts stand while it reads the same
+                keep.append((row, (slack, counts, frozenset(wanted - counts.keys()))))
+        kept_rows.update(backend, keep, dropped=stale)
     return {row: cells for row, cells in out.items() if cells}

@@ -29,9 +29,6 @@ slack and use them as head and top rows, widened by the slack since
 """
 
 import bisect
-import collections
-import threading
-import weakref
 from datetime import datetime, timezone
 
 from ..backends.base import RowMutation
@@ -39,6 +36,7 @@ from ..errors import InvalidArgument
 from ..schema import keys as K
 from ..schema import ranking_keys as RK
 from .cut_over import enabled
+from .process_memo import BackendMemo
 
 FIRST_DAY = RK.FIRST_DAY
 
@@ -279,11 +277,8 @@ def _full_counts(backend, days, key):
     return out
 
 
-#: the open heads and tops this process computed: ``{backend: {(day, key, head): open head}}``, the newest
-#: :data:`OPEN_HEADS_KEPT` of a backend (an ordered dict: the oldest goes first)
-_open_heads_kept = weakref.WeakKeyDictionary()
-_open_heads_lock = threading.Lock()
-OPEN_HEADS_KEPT = 256
+#: the open heads and tops this process computed: ``{(day, key, head): open head}`` of each backend
+open_heads_kept = BackendMemo(256)
 
 
 def _kept_heads(backend, days, key, head):
@@ -292,10 +287,8 @@ def _kept_heads(backend, days, key, head):
     computed from their full rows (:func:`_full_keeping_heads`) that still bound them, widened by
     each row's own slack, read in one call.  Kept in this process, not written: a report writes
     nothing."""
-    with _open_heads_lock:
-        mine = _open_heads_kept.setdefault(backend, collections.OrderedDict())
-        kept = {RK.rank_row(day, key): (day, mine.get((day, key, head))) for day in days}
-    kept = {row: found for row, found in kept.items() if found[1] is not None}
+    found = open_heads_kept.get_many(backend, [(day, key, head) for day in days])
+    kept = {RK.rank_row(day, key): (day, found[(day, key, head)]) for day in days if (day, key, head) in found}
     if not kept:
         return {}
     slack = backend.get_rows(K.SIGNATURES_SEEN, list(kept), columns=list(RK.SLACK_COLUMNS))
@@ -309,21 +302,15 @@ def _full_keeping_heads(backend, days, key):
         return {}
     rows = {RK.rank_row(day, key): day for day in days}
     full = {day: {} for day in days}
-    with _open_heads_lock:
-        mine = _open_heads_kept.setdefault(backend, collections.OrderedDict())
     found_rows = backend.get_rows(K.SIGNATURES_SEEN, list(rows))
+    heads = []
     for row, day in rows.items():
         # a row not there yet has no count and no slack: whatever the deriver adds is slack
         cells = found_rows.get(row)
         full[day] = RK.ranking_counts(cells or {})
         for head, k in ((True, RK.HEAD_K), (False, RK.TOP_K)):
-            found = RK.open_head(cells, k) if cells is not None else ({}, 0, 0, (0, 0, 0))
-            if found is not None:
-                with _open_heads_lock:
-                    mine[(day, key, head)] = found
-                    mine.move_to_end((day, key, head))
-                    while len(mine) > OPEN_HEADS_KEPT:
-                        mine.popitem(last=False)
+            heads.append(((day, key, head), RK.open_head(cells, k) if cells is not None else ({}, 0, 0, (0, 0, 0))))
+    open_heads_kept.update(backend, heads)
     return full
 
 

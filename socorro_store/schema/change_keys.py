@@ -1,10 +1,12 @@
-"""Row layouts of the change records (``crash_report_changes``), what derived views are fed from.
+"""Row layouts of the change records (``crash_report_changes``), what derived data is fed from.
 
 ==================================  =====================================================================
 row / cell                          holds
 ==================================  =====================================================================
 salt + crash id + ``/`` + stamp     one change record: a save that changed what the crash is derived
-                                    as (a processed save, a deletion); ``change:ooid`` = the crash id
+                                    as (a save, a deletion, an expiry); ``change:ooid`` = the crash id
+                                    (the search feed's), ``change:derive`` = ``S``, ``D`` or ``E`` (the
+                                    counter deriver's); each consumer deletes its own cell
 ``flags:changed`` (crash row)       the stamp of the crash's last change record, written with the
                                     change itself: a record whose stamp the crash row does not hold
                                     yet belongs to a save still in flight (or one that failed)

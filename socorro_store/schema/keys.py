@@ -146,7 +146,7 @@ COL_PROCESSING_ERROR = b"flags:processing_error"  # b"1"/b"0", so counts skip pr
 COL_CHANGED = b"flags:changed"  # the stamp of the crash's last change record
 COL_CHANGE_ID = b"change:ooid"  # a change record's crash id
 COL_CHANGE_LEASE = b"change:lease"  # the feed lease: holder|expiry
-COL_CHANGE_DERIVE = b"change:derive"  # a change record's mark for the counter deriver: S (save) or D (deletion)
+COL_CHANGE_DERIVE = b"change:derive"  # a change record's mark for the counter deriver: S (save), D (deletion) or E (expiry)
 FAMILY_COUNTERS = b"counters"
 
 # -- crash ids -------------------------------------------------------------------------------

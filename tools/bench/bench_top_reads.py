@@ -61,7 +61,7 @@ def main(argv=None):
                 reports._signed_columns = signed
 
         def process_types_in_a_new_process():
-            kept_ranking_cells._kept.pop(backend, None)
+            kept_ranking_cells.kept_rows.forget(backend)
             return reports.process_type_splits(backend, names, start, end)
 
         if os_a_column_a_day() != reports.os_splits(backend, names, start, end):

@@ -35,7 +35,6 @@ import happybase
 import Hbase_thrift as thrift  # noqa: E402  (module registered by importing happybase)
 from thriftpy2.thrift import TApplicationException
 
-from ...config import DEFAULT_MAX_FRAME_MB
 from ...errors import (
     BackendError,
     BackendUnavailable,
@@ -83,11 +82,7 @@ class HBaseBackend(Thrift1Admin, Backend):
         spread over and failed over (:mod:`.servers`); default ``[(host, port)]``."""
         super().__init__()
         if transport == "framed":
-            max_frame_mb = DEFAULT_MAX_FRAME_MB if max_frame_mb is None else max_frame_mb
-            if not isinstance(max_frame_mb, (int, float)) or not 0 < max_frame_mb < 2048:
-                raise InvalidArgument(f"max_frame_mb must be a number in (0, 2048), not {max_frame_mb!r}")
-            self.max_frame_mb = max_frame_mb
-            self.max_request_bytes = int(max_frame_mb * 1024 * 1024)
+            self.max_frame_mb, self.max_request_bytes = sizes.frame_limit(max_frame_mb)
         elif max_frame_mb is not None:
             raise InvalidArgument("max_frame_mb applies only to transport='framed'")
         servers = server_list(servers, host, port)

@@ -36,7 +36,6 @@ import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from ...config import DEFAULT_MAX_FRAME_MB
 from ...errors import BackendError, FamilyNotFound, InvalidArgument, RequestTooLarge
 from .. import base
 from . import thrift_sizes as sizes
@@ -110,11 +109,7 @@ class HBaseThrift2Backend(Thrift2Admin, Backend):
             raise InvalidArgument(f"transport must be buffered|framed and protocol binary|compact, "
                                   f"not {transport}/{protocol}")
         if transport == "framed":
-            max_frame_mb = DEFAULT_MAX_FRAME_MB if max_frame_mb is None else max_frame_mb
-            if not isinstance(max_frame_mb, (int, float)) or not 0 < max_frame_mb < 2048:
-                raise InvalidArgument(f"max_frame_mb must be a number in (0, 2048), not {max_frame_mb!r}")
-            self.max_frame_mb = max_frame_mb
-            self.max_request_bytes = int(max_frame_mb * 1024 * 1024)
+            self.max_frame_mb, self.max_request_bytes = sizes.frame_limit(max_frame_mb)
         elif max_frame_mb is not None:
             raise InvalidArgument("max_frame_mb applies only to transport='framed'")
         servers = server_list(servers, host, port)

@@ -16,12 +16,25 @@ The bounds are loose by a few dozen bytes per cell, which is nothing next to a c
 ``tests/test_frames.py`` checks them against thriftpy2's real encoders.
 """
 
+from ...config import DEFAULT_MAX_FRAME_MB
+from ...errors import InvalidArgument
+
 #: message header (12 bytes + method name), table field, list/map headers, timestamp, stops
 REQUEST_OVERHEAD = 256
 #: one Mutation / TColumn-like struct besides its column and value bytes
 CELL_OVERHEAD = 32
 #: one BatchMutation / TIncrement besides its row bytes and cells
 ROW_OVERHEAD = 32
+
+
+def frame_limit(max_frame_mb=None):
+    """``(max_frame_mb, max request bytes)`` of a framed connection: ``max_frame_mb`` (the
+    server's limit, default :data:`~socorro_store.config.DEFAULT_MAX_FRAME_MB`, as HBase's),
+    checked; InvalidArgument outside (0, 2048)."""
+    max_frame_mb = DEFAULT_MAX_FRAME_MB if max_frame_mb is None else max_frame_mb
+    if isinstance(max_frame_mb, bool) or not isinstance(max_frame_mb, (int, float)) or not 0 < max_frame_mb < 2048:
+        raise InvalidArgument(f"max_frame_mb must be a number in (0, 2048), not {max_frame_mb!r}")
+    return max_frame_mb, int(max_frame_mb * 1024 * 1024)
 
 
 def batch_mutation_bytes(batch):

@@ -112,18 +112,22 @@ def store_on(ctx, backend, local_url=None, search_url=None):
         raise
 
 
-def progress_bar(as_json, label):
-    """``(callback(done, total), close)`` drawing a click bar on stderr; no bar with ``--json``
-    or when stderr is not a terminal (a log or a pipe keeps its one-line errors)."""
+def phased_progress_bar(as_json):
+    """``(callback(phase, done, total), close)`` drawing one click bar a phase on stderr; no bar
+    with ``--json`` or when stderr is not a terminal (a log or a pipe keeps its one-line errors,
+    with no stray phase labels)."""
     if as_json or not sys.stderr.isatty():
         return None, lambda: None
     state = {}
 
-    def update(done, total):
+    def update(phase, done, total):
         bar = state.get("bar")
-        if bar is None:
-            bar = state["bar"] = click.progressbar(length=max(1, total), label=label, file=sys.stderr)
-            state["done"] = 0
+        if bar is None or state.get("phase") != phase:
+            if bar is not None:
+                bar.render_finish()
+            bar = click.progressbar(length=max(1, total), label=phase, file=sys.stderr)
+            state.update(bar=bar, phase=phase, done=0)
+        bar.length = max(1, total)  # a total found as the work goes (an import's input)
         bar.update(done - state["done"])
         state["done"] = done
 
@@ -132,6 +136,14 @@ def progress_bar(as_json, label):
             state["bar"].render_finish()
 
     return update, close
+
+
+def progress_bar(as_json, label):
+    """``(callback(done, total), close)``: :func:`phased_progress_bar` of one phase, ``label``."""
+    update, close = phased_progress_bar(as_json)
+    if update is None:
+        return None, close
+    return (lambda done, total: update(label, done, total)), close
 
 
 # -- list output -------------------------------------------------------------------------------

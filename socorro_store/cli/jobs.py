@@ -6,7 +6,6 @@ A job already running elsewhere, or another job holding a shared lease it needs 
 """
 
 import json
-import sys
 from datetime import datetime, timezone
 
 import click
@@ -14,31 +13,8 @@ import click
 from ..jobs import expiry, rollup, scrutiny
 from ..jobs.runs import get_run, list_runs
 from ..schema.timeparse import parse_duration
-from .common import SummaryGroup, echo_json, emit_list, list_format_options, open_existing, open_existing_store
-
-
-def _progress(as_json):
-    """A progress callback drawing one click bar per phase on stderr; none with --json or when
-    stderr is not a terminal (click would print each phase's label there: a stray ``days``)."""
-    if as_json or not sys.stderr.isatty():
-        return None, lambda: None
-    state = {}
-
-    def update(phase, done, total):
-        bar = state.get("bar")
-        if bar is None or state.get("phase") != phase:
-            if bar is not None:
-                bar.render_finish()
-            bar = click.progressbar(length=total, label=phase, file=click.get_text_stream("stderr"))
-            state.update(bar=bar, phase=phase, done=0)
-        bar.update(done - state["done"])
-        state["done"] = done
-
-    def close():
-        if state.get("bar") is not None:
-            state["bar"].render_finish()
-
-    return update, close
+from .common import (SummaryGroup, echo_json, emit_list, list_format_options, open_existing, open_existing_store,
+                     phased_progress_bar)
 
 
 def _print_table(report):
@@ -55,7 +31,7 @@ def _print_table(report):
 def rollup_command(ctx, until, grace, since, as_json):
     """Make counters exact for closed intervals and roll them up (job 'rollup')."""
     grace_s = parse_duration(grace)
-    progress, close = _progress(as_json)
+    progress, close = phased_progress_bar(as_json)
     with open_existing(ctx) as backend:
         try:
             report = rollup.run_rollup(backend, until=until, grace_s=grace_s, since=since, progress=progress)
@@ -148,7 +124,7 @@ def verify_indexes_command(ctx, repair, orphan_age, since, until, drop_foreign, 
     age = parse_duration(orphan_age)
     if drop_foreign and not repair:
         raise click.UsageError("--drop-foreign needs --repair")
-    progress, close = _progress(as_json)
+    progress, close = phased_progress_bar(as_json)
     with open_existing(ctx) as backend:
         try:
             report = scrutiny.run_verify_indexes(backend, repair=repair, orphan_age_s=age, since=since, until=until,
@@ -228,7 +204,7 @@ def expire_crashes_command(ctx, before, dry_run, as_json):
     (job 'expire-crashes').  A bad or future date exits 2."""
     from ..jobs import retention
     retention.parse_before(before)  # exit 2 before the store is opened
-    progress, close = _progress(as_json)
+    progress, close = phased_progress_bar(as_json)
     with open_existing_store(ctx) as store:  # its search index loses the crashes too
         try:
             report = retention.run_expire_crashes(store.backend, before, dry_run=dry_run, progress=progress,

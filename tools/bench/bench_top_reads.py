@@ -12,7 +12,8 @@ one's shortcut is worth:
   where that is fewer columns) and as it reads it up to the 15th of a month (a column a day);
 * the process-type split in a process that read it before (its kept cells,
   ``crashstore/kept_ranking_cells.py``) and in a new process (nothing kept);
-* first appearances.
+* first appearances, and the same looking back 2 years instead of 30 (what the yearly columns
+  of years with no crash cost).
 
     PYTHONPATH=. python tools/bench/bench_top_reads.py --dir /tmp/bw-1m --days 30
     PYTHONPATH=. python tools/bench/bench_top_reads.py --url 'hbase://127.0.0.1:PORT?api=thrift2' --days 7
@@ -74,6 +75,7 @@ def main(argv=None):
             "process-type split, kept cells": lambda: reports.process_type_splits(backend, names, start, end),
             "process-type split, a new process": process_types_in_a_new_process,
             "first appearances": lambda: signature_reports.first_appearances(backend, names, now),
+            "first appearances, 2 years back": lambda: signature_reports.first_appearances(backend, names, now, years=2),
         }
         times = {name: [] for name in reads}
         for read in reads.values():  # warm-up

@@ -35,9 +35,10 @@ def test_jobs_handed_over_while_a_send_runs_share_the_next_send():
 
 
 def test_a_full_queue_blocks_the_save_until_the_sender_takes_it():
-    gate, sends = threading.Event(), []
-    sender = CounterSender(lambda jobs: (gate.wait(5), sends.append(len(jobs))), max_pending=2, weigh=len)
-    sender.submit([0])  # taken by the thread
+    gate, taken, sends = threading.Event(), threading.Event(), []
+    sender = CounterSender(lambda jobs: (taken.set(), gate.wait(5), sends.append(len(jobs))), max_pending=2, weigh=len)
+    sender.submit([0])
+    assert taken.wait(5)  # taken by the thread (on a loaded machine it could take the next saves with it)
     blocked = threading.Event()
 
     def saver():

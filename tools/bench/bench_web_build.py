@@ -172,7 +172,11 @@ def build(directory, crashes, days, seed, signatures, writers=2, url=None, batch
 
 
 def partial(directory):
-    """What an unfinished build in ``directory`` holds (its progress file), for ``--partial``."""
+    """What an unfinished build in ``directory`` holds (its progress file), for ``--partial``; a
+    finished build's own record when it is finished (``--partial --flatness``: one store may be)."""
+    if not (Path(directory) / PROGRESS).exists() and (Path(directory) / MARKER).exists():
+        info = json.loads((Path(directory) / MARKER).read_text())
+        return {**info, "of": info["crashes"], "days_done": info["days"]}
     state = json.loads((Path(directory) / PROGRESS).read_text())
     counts = per_day(state["crashes"], state["days"])
     saved = sum(counts[d] for d in state["done"])

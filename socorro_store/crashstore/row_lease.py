@@ -137,10 +137,18 @@ class RowLease:
     def put_fenced(self, puts):
         """Put ``puts`` in the lease row only while this process still holds the lease (a
         check-and-put against its value: one call, even on Thrift1, whose check covers one put
-        cell); False, and the lease dropped, when it does not."""
-        won = self.backend.check_and_put(self.table, self.row, self.column, self.value, puts)
-        if not won:
-            self.until = 0
+        cell); False, and the lease dropped, when it does not.
+
+        The same put renews the lease, so the lease cell changes with every fenced put.  A taker
+        reads the row (the journal: :attr:`taken_with`) before its check-and-put claims the
+        cell; had the cell stayed the same, a put landing between the two (a holder still
+        working past its term, which nobody had taken yet) would leave the taker holding what
+        it read before that put, and replaying a journal older than what the holder wrote."""
+        until = max(time.time_ns() + self.term_ns, self.until + 1)
+        # the lease cell first: Thrift1's check-and-put puts only its first cell with the check
+        won = self.backend.check_and_put(self.table, self.row, self.column, self.value,
+                                         {self.column: self.holder + b"|%d" % until, **puts})
+        self.until = until if won else 0
         return won
 
     def release(self, puts=None):

@@ -269,9 +269,17 @@ def _fix_day_signatures(backend, corrector, signature_counts, day_iso, columns, 
                         ([DK.with_key(day_column, key)] if day_column in columns else []):
                     exact[cell] = exact.get(cell, 0) + n
         live = {}
-        # the whole family: dimensioned columns are open-ended
-        for row, cells in backend.get_rows(K.SIGNATURES, chunk, columns=[K.FAMILY_COUNTERS]).items():
-            live[row] = _decode_cells({c: v for c, v in cells.items() if DK.split_column(c)[0] in columns})
+        if corrector.owned is not None:
+            # a cut-over store's signature cells are the deriver's, only compared: the cells the
+            # recount says the day holds are read, not every row whole (a busy row holds every
+            # day's dimensioned cells: at 1 M crashes on HBase these reads timed out), so a cell
+            # the day should not hold goes unseen
+            found = backend.get_rows_columns(K.SIGNATURES, {row: sorted(cells) for row, cells in exact_sigs.items()
+                                                             if cells})
+            live = {row: _decode_cells(cells) for row, cells in found.items()}
+        else:  # the whole family: dimensioned columns are open-ended
+            for row, cells in backend.get_rows(K.SIGNATURES, chunk, columns=[K.FAMILY_COUNTERS]).items():
+                live[row] = _decode_cells({c: v for c, v in cells.items() if DK.split_column(c)[0] in columns})
         _fix_signatures(corrector, live, exact_sigs)
         corrector.flush()
 
@@ -317,14 +325,39 @@ def rollup_coarse(backend, level, start, corrector, stamp, signature_counts, adm
         for column, value in _decode_cells(live.get(part, {})).items():
             if _derived_column(column) and column != K.counter_column(counters.UNIQUE_SIGNATURES):
                 total[column] += value
-    # signatures: sum the finer columns, unless they were expired (then recount the crashes)
-    fine_columns = [K.signature_counter_column(finer, r) for r in part_rows]
-    coarse_column = K.signature_counter_columns(start)[level]
-    expired_flag = COL_SIG_DAYS_EXPIRED if level == "month" else COL_SIG_MONTHS_EXPIRED
-    expired = expired_flag in live.get(row, {})
+    expired = (COL_SIG_DAYS_EXPIRED if level == "month" else COL_SIG_MONTHS_EXPIRED) in live.get(row, {})
     frozen = crashes_expired_before(backend)
     if expired and frozen is not None and start < frozen:
         return  # its detail and its crash rows are both gone: its counters stay as they are
+    unique_column = K.counter_column(counters.UNIQUE_SIGNATURES)
+    live_cells = live.get(row, {})
+    live_counts = _decode_cells(live_cells)
+    if corrector.owned is None:
+        unique = _coarse_signatures(backend, level, start, row, part_rows, expired, corrector, signature_counts,
+                                    admissions)
+        if unique is None:
+            return  # a crash of it could not be counted: left alone
+        total[unique_column] = unique
+    else:
+        # a cut-over store's signature cells and unique count are the deriver's, compared only:
+        # their comparison reads every signature row whole (at 1 M crashes on HBase, rows of
+        # 100,000 cells made its reads time out), and the days' comparisons already read the
+        # cells the recount says each day holds
+        live_counts.pop(unique_column, None)
+    corrector.fix(K.METRICS, row, {c: v for c, v in total.items() if v}, live_counts, _derived_column)
+    written = {**{c: v for c, v in live_cells.items() if not _derived_column(c) and c.startswith(b"counters:")},
+               **{c: K.encode_counter(v) for c, v in total.items() if v}}
+    corrector.mark(row, stamp, digest(written))
+
+
+def _coarse_signatures(backend, level, start, row, part_rows, expired, corrector, signature_counts, admissions):
+    """Make the signature columns of a closed month or year exact: the sums of the finer
+    columns, or, where those were expired, the crash rows recounted into ``signature_counts``.
+    Returns the interval's unique signatures, or None when a crash could not be counted (the
+    interval is then left alone)."""
+    finer = "day" if level == "month" else "month"
+    fine_columns = [K.signature_counter_column(finer, r) for r in part_rows]
+    coarse_column = K.signature_counter_columns(start)[level]
     if expired:  # day by day, into the run's signature counts (one number per signature and key)
         signature_counts.clear()
         end = K.interval_end(level, start)
@@ -336,7 +369,7 @@ def rollup_coarse(backend, level, start, corrector, stamp, signature_counts, adm
             corrector.report["crashes_read"] += tally.crashes
             if tally.unaccounted or tally.whole_day_unaccounted:
                 _report_kept(corrector.report, tally, {row})
-                return  # leave the whole month (year) alone: a crash in it could not be counted
+                return None  # leave the whole month (year) alone: a crash in it could not be counted
 
     def recounted(per_key):
         out = collections.Counter()
@@ -373,12 +406,7 @@ def rollup_coarse(backend, level, start, corrector, stamp, signature_counts, adm
                 corrector.fix(K.SIGNATURES, sig_row, exact, {}, kind="signatures")
                 unique += bool(exact.get(coarse_column))
             corrector.flush()
-    total[K.counter_column(counters.UNIQUE_SIGNATURES)] = unique
-    live_cells = live.get(row, {})
-    corrector.fix(K.METRICS, row, {c: v for c, v in total.items() if v}, _decode_cells(live_cells), _derived_column)
-    written = {**{c: v for c, v in live_cells.items() if not _derived_column(c) and c.startswith(b"counters:")},
-               **{c: K.encode_counter(v) for c, v in total.items() if v}}
-    corrector.mark(row, stamp, digest(written))
+    return unique
 
 # -- the job ----------------------------------------------------------------------------------
 
@@ -468,7 +496,9 @@ def _rollup_days(ctx, backend, cutoff, days, next_index, report, corrector, stam
                  page_size):
     recorded = set()
     for index in range(next_index, len(days)):
-        if days[index] not in recorded:  # one signature-table scan per _SCAN_DAYS days
+        # one signature-table scan per _SCAN_DAYS days, for the stale rows a day's recount finds
+        # nothing in; a cut-over store's are the deriver's (compared, never written): no scan
+        if corrector.owned is None and days[index] not in recorded:
             batch = days[index:index + _SCAN_DAYS]
             record_live_signature_rows(backend, [_from_iso(d) for d in batch], cutoff, signature_counts)
             recorded.update(batch)

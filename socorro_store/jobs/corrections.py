@@ -45,6 +45,11 @@ class Corrector:
         self.owned = deriver_owns if derived_store else None
         self.mutations = {K.METRICS: {}, K.SIGNATURES: {}, K.SIGNATURES_SEEN: {}}
 
+    @property
+    def cut_over(self):
+        """The store is cut over: the deriver's cells are compared, never written."""
+        return self.owned is not None
+
     def _mutation(self, table, row):
         return self.mutations[table].setdefault(row, RowMutation(row))
 

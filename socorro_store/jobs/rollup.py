@@ -269,7 +269,7 @@ def _fix_day_signatures(backend, corrector, signature_counts, day_iso, columns, 
                         ([DK.with_key(day_column, key)] if day_column in columns else []):
                     exact[cell] = exact.get(cell, 0) + n
         live = {}
-        if corrector.owned is not None:
+        if corrector.cut_over:
             # a cut-over store's signature cells are the deriver's, only compared: the cells the
             # recount says the day holds are read, not every row whole (a busy row holds every
             # day's dimensioned cells: at 1 M crashes on HBase these reads timed out), so a cell
@@ -311,7 +311,8 @@ def _month_days(month):
 
 def rollup_coarse(backend, level, start, corrector, stamp, signature_counts, admissions):
     """Make a closed month or year exact from the level below (or the crash rows if expired,
-    their signature counts summed in the run's ``signature_counts``)."""
+    their signature counts summed in the run's ``signature_counts``).  On a cut-over store its
+    metrics are compared, and its signature cells left to the deriver, uncompared."""
     finer = "day" if level == "month" else "month"
     if level == "month":
         parts = _month_days(start)
@@ -332,7 +333,7 @@ def rollup_coarse(backend, level, start, corrector, stamp, signature_counts, adm
     unique_column = K.counter_column(counters.UNIQUE_SIGNATURES)
     live_cells = live.get(row, {})
     live_counts = _decode_cells(live_cells)
-    if corrector.owned is None:
+    if not corrector.cut_over:
         unique = _coarse_signatures(backend, level, start, row, part_rows, expired, corrector, signature_counts,
                                     admissions)
         if unique is None:
@@ -498,7 +499,7 @@ def _rollup_days(ctx, backend, cutoff, days, next_index, report, corrector, stam
     for index in range(next_index, len(days)):
         # one signature-table scan per _SCAN_DAYS days, for the stale rows a day's recount finds
         # nothing in; a cut-over store's are the deriver's (compared, never written): no scan
-        if corrector.owned is None and days[index] not in recorded:
+        if not corrector.cut_over and days[index] not in recorded:
             batch = days[index:index + _SCAN_DAYS]
             record_live_signature_rows(backend, [_from_iso(d) for d in batch], cutoff, signature_counts)
             recorded.update(batch)

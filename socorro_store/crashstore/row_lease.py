@@ -136,8 +136,9 @@ class RowLease:
 
     def put_fenced(self, puts):
         """Put ``puts`` in the lease row only while this process still holds the lease (a
-        check-and-put against its value: one call, even on Thrift1, whose check covers one put
-        cell); False, and the lease dropped, when it does not.
+        check-and-put against its value; on Thrift1, whose check covers only the first cell put,
+        the renewed lease cell is that cell and ``puts`` follow in a second call, once the check
+        applied); False, and the lease dropped, when it does not.
 
         The same put renews the lease, so the lease cell changes with every fenced put.  A taker
         reads the row (the journal: :attr:`taken_with`) before its check-and-put claims the

@@ -83,3 +83,25 @@ def test_rollup_reads_only_the_cells_its_recount_names_and_reports_a_wrong_one(s
     assert report["derived_differences"] == 1  # the wrong cell, found...
     # ...and left to its one writer, the deriver (a repair is a rederivation, not the roll-up's)
     assert K.decode_counter(store.backend.get_row(K.SIGNATURES, row, columns=[column])[column]) == right + 5
+
+
+def test_detail_expire_deleted_is_no_difference_and_a_wrong_count_still_is(store):
+    """After ``expire`` deleted a day's minute rows, hourly and daily signature cells and
+    rankings, a roll-up of that day finds them missing: retention, not a lost count (it reported
+    every one as a difference).  A wrong count in what expire kept is still reported."""
+    from socorro_store.jobs import expiry, runs  # noqa: PLC0415
+
+    _ingest(store)
+    first = rollup.run_rollup(store.backend, until=UNTIL.isoformat(), since=DAY.isoformat(), grace_s=0)
+    assert not first.get("derived_differences"), first
+    expired = expiry.run_expire(store.backend, now="2017-06-15T00:00:00Z")
+    assert expired["metrics_minute_rows"] > 0 and expired["signature_columns"] > 0 and expired["ranking_rows"] > 0
+    assert runs.list_runs(store.backend, "expire")[0].params["now"] == "2017-06-15T00:00:00+00:00"
+
+    again = rollup.run_rollup(store.backend, until=UNTIL.isoformat(), since=DAY.isoformat(), grace_s=0)
+    assert again["crashes_read"] == 24 and not again.get("derived_differences"), again
+
+    day_row, column = K.metrics_row(BASE_TIME, "day"), b"counters:submitted_crash_reports"
+    store.backend.mutate_rows(K.METRICS, [RowMutation(day_row, {column: K.encode_counter(25)})])
+    wrong = rollup.run_rollup(store.backend, until=UNTIL.isoformat(), since=DAY.isoformat(), grace_s=0)
+    assert wrong["derived_differences"] == 2, wrong  # the day's cell, and the month summing the days

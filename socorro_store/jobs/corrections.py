@@ -4,10 +4,14 @@ Which counters are derived from the crash rows (:func:`is_derived`), and which o
 deriver of a cut-over store owns (:func:`deriver_owns`): the roll-up never writes those.
 """
 
+from datetime import datetime, timezone
+
 from ..backends.base import RowMutation
 from ..crashstore import counters
 from ..schema import dimension_keys as DK
+from ..errors import InvalidArgument
 from ..schema import keys as K
+from ..schema import ranking_keys as RK
 
 COL_ROLLED_UP = b"timestamps:rolled_up"
 COL_DIGEST = b"timestamps:rollup_digest"
@@ -38,11 +42,14 @@ class Corrector:
     ``derived_store``: the store is cut over (:mod:`~socorro_store.crashstore.counter_deriver`):
     the cells the deriver owns (:func:`deriver_owns`) have one writer, the deriver, so a
     difference there is reported (``derived_differences``: derivation still catching up, or a
-    change since the recount), never written."""
+    change since the recount), never written.  ``expired_before``
+    (:func:`~.detail_retention.expired_before`): a deriver's cell missing from an interval
+    ``expire`` cut is detail past retention, no difference."""
 
-    def __init__(self, backend, report, derived_store=False):
+    def __init__(self, backend, report, derived_store=False, expired_before=None):
         self.backend, self.report = backend, report
         self.owned = deriver_owns if derived_store else None
+        self.expired_before = expired_before or {}
         self.mutations = {K.METRICS: {}, K.SIGNATURES: {}, K.SIGNATURES_SEEN: {}}
 
     @property
@@ -57,7 +64,8 @@ class Corrector:
         """``exact``/``live``: ``{column: int}``.  Queue differences; count drift."""
         if self.owned is not None:
             differing = sum(1 for c in set(exact) | set(live)
-                            if self.owned(table, row, c) and (exact.get(c) or 0) != (live.get(c) or 0))
+                            if self.owned(table, row, c) and (exact.get(c) or 0) != (live.get(c) or 0)
+                            and not (c not in live and self._past_retention(table, row, c)))
             if differing:
                 self.report["derived_differences"] = self.report.get("derived_differences", 0) + differing
             exact = {c: v for c, v in exact.items() if not self.owned(table, row, c)}
@@ -72,6 +80,24 @@ class Corrector:
                 self._drift(kind, row, column, value, 0)
                 self._mutation(table, row).deletes.append(column)
                 self.report["cells_deleted"] += 1
+
+    def _past_retention(self, table, row, column):
+        """Whether ``expire`` cut the interval of this cell (its row's, or its column's)."""
+        try:
+            if table == K.METRICS:
+                kind, start = K.parse_metrics_row(row)
+            elif table == K.SIGNATURES:
+                level, start, _key = DK.parse_signature_column(column)
+                kind = "signature_" + level
+            elif table == K.SIGNATURES_SEEN:  # a day's rankings go with its daily columns
+                day = RK.parse_rank_row(row)[0]
+                kind, start = "signature_day", datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+            else:
+                return False
+        except InvalidArgument:
+            return False
+        cut = self.expired_before.get(kind)
+        return cut is not None and start < cut
 
     def _drift(self, kind, row, column, live, exact):
         drift = self.report["drift"]

@@ -31,11 +31,9 @@ them to the next run.  A minute row goes when its hour row or its day row is mar
 row can go before its minutes when a run is killed).
 """
 
-from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 
 from ..backends.base import RowMutation
-from ..checks import is_int
 from ..errors import InvalidArgument
 from ..crashstore.claims import decode_claims, lease_of
 from ..schema import dimension_keys as DK
@@ -43,33 +41,8 @@ from ..schema import keys as K
 from ..schema import ranking_keys as RK
 from ..schema.queue_keys import CLAIMS_PREFIX, parse_claim_row_key
 from . import runs
+from .detail_retention import Retention, run_params
 from .rollup import COL_ROLLED_UP, COL_SIG_DAYS_EXPIRED, COL_SIG_MONTHS_EXPIRED
-
-
-@dataclass(frozen=True)
-class Retention:
-    """How many intervals before the current one are kept, per level."""
-
-    metrics_minute_days: int = 7
-    metrics_hour_days: int = 90
-    signature_hours: int = 48
-    signature_days: int = 30
-    signature_months: int = 2
-    signature_years: int = 2
-    claim_days: int = 2
-
-    def __post_init__(self):
-        for name, value in asdict(self).items():
-            if not is_int(value) or value < 0:
-                raise InvalidArgument(f"retention {name} must be an int >= 0: {value!r}")
-        if self.metrics_hour_days < self.metrics_minute_days:
-            raise InvalidArgument("retention metrics_hour_days must be >= metrics_minute_days "
-                                  "(hour rows are the coarser level)")
-
-
-def _months_back(moment, n):
-    index = moment.year * 12 + moment.month - 1 - n
-    return moment.replace(year=index // 12, month=index % 12 + 1, day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
 class _Marks:
@@ -142,10 +115,8 @@ def expire(backend, retention=None, now=None, heartbeat=None):
     if not isinstance(retention, Retention):
         raise InvalidArgument("retention must be a Retention")
     now = K.parse_timestamp(now, "now") if now is not None else datetime.now(timezone.utc)
-    hour_now = now.replace(minute=0, second=0, microsecond=0)
-    day_now = hour_now.replace(hour=0)
-    minute_limit = now.replace(second=0, microsecond=0) - timedelta(days=retention.metrics_minute_days)
-    hour_limit = hour_now - timedelta(days=retention.metrics_hour_days)
+    cuts = retention.cuts(now)
+    minute_limit, hour_limit = cuts["minute"], cuts["hour"]
     marks = _Marks(backend)
     report = {"metrics_minute_rows": 0, "metrics_hour_rows": 0, "signature_columns": 0, "first_seen_rows": 0,
               "ranking_rows": 0,
@@ -179,10 +150,8 @@ def expire(backend, retention=None, now=None, heartbeat=None):
     if deletes:
         backend.mutate_rows(K.METRICS, deletes)
     # signature columns
-    limits = {"hour": (hour_now - timedelta(hours=retention.signature_hours), "day"),
-              "day": (day_now - timedelta(days=retention.signature_days), "month"),
-              "month": (_months_back(day_now, retention.signature_months), "year"),
-              "year": (day_now.replace(year=day_now.year - retention.signature_years, month=1, day=1), "year")}
+    limits = {level: (cuts["signature_" + level], coarse)
+              for level, coarse in (("hour", "day"), ("day", "month"), ("month", "year"), ("year", "year"))}
     deletes, expired_flags, intervals, recorded = [], {}, set(), set()
     for row, cells in backend.scan(K.SIGNATURES, columns=[K.FAMILY_COUNTERS], page_size=1000):
         columns = []
@@ -254,9 +223,12 @@ def run_expire(backend, retention=None, now=None, **job_options):
     if not isinstance(retention, Retention):
         raise InvalidArgument("retention must be a Retention")
 
+    now = K.parse_timestamp(now, "now") if now is not None else datetime.now(timezone.utc)
+
     def body(ctx):
         ctx.set_phase("expire")
         return expire(backend, retention, now, heartbeat=ctx.heartbeat)
 
-    return runs.run_job(backend, "expire", body, params=asdict(retention), resume=False,
+    # the run's now goes with its retention: a later roll-up works out where this run cut
+    return runs.run_job(backend, "expire", body, params=run_params(retention, now), resume=False,
                         locks=(runs.COUNTERS_LEASE,), **job_options).result

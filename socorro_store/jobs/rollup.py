@@ -65,7 +65,7 @@ from ..errors import InvalidArgument
 from ..schema import dimension_keys as DK
 from ..schema import keys as K
 from ..crashstore import rankings
-from . import data_days, ranking, recount, registry, runs
+from . import data_days, detail_retention, ranking, recount, registry, runs
 from .corrections import COL_DIGEST, COL_ROLLED_UP, Corrector, is_derived  # noqa: F401 - marks, re-exported
 from ..engine.spilled_counts import SpilledCounts
 
@@ -470,7 +470,9 @@ def rollup(ctx, backend, until=None, grace_s=DEFAULT_GRACE_S, since=None,
                   "unreadable_rows": 0, "unreadable_examples": [], "kept_intervals": 0, "kept_examples": []}
         ctx.save({"cutoff": _iso(cutoff), "days": days, "next": 0, "report": report}, phase="days")
     stamp = _iso(datetime.now(UTC)).encode()
-    corrector = Corrector(backend, report, derived_store=cut_over.enabled(backend))
+    cut = cut_over.enabled(backend)
+    corrector = Corrector(backend, report, derived_store=cut,
+                          expired_before=detail_retention.expired_before(backend) if cut else None)
     admissions = registry.Admissions(backend)
     # a run that recomputes every day from a day on (the first run, or --since) makes the
     # rankings of those days exact: reports may read them from then on

@@ -29,6 +29,10 @@ go are recorded before the columns go (:data:`~socorro_store.schema.keys.EXPIRIN
 their markers and rankings are deleted from that record: a run killed between the two leaves
 them to the next run.  A minute row goes when its hour row or its day row is marked (an hour
 row can go before its minutes when a run is killed).
+
+A run records the moment it counted back from with its retention (its job record's ``params``,
+:mod:`~socorro_store.jobs.detail_retention`): a roll-up of a cut-over store then tells detail
+deleted here from a count lost.
 """
 
 from datetime import datetime, timedelta, timezone

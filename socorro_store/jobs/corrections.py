@@ -4,12 +4,10 @@ Which counters are derived from the crash rows (:func:`is_derived`), and which o
 deriver of a cut-over store owns (:func:`deriver_owns`): the roll-up never writes those.
 """
 
-from datetime import datetime, timezone
-
 from ..backends.base import RowMutation
 from ..crashstore import counters
-from ..schema import dimension_keys as DK
 from ..errors import InvalidArgument
+from ..schema import dimension_keys as DK
 from ..schema import keys as K
 from ..schema import ranking_keys as RK
 
@@ -62,7 +60,7 @@ class Corrector:
 
     def fix(self, table, row, exact, live, derived=lambda column: True, kind="metrics"):
         """``exact``/``live``: ``{column: int}``.  Queue differences; count drift."""
-        if self.owned is not None:
+        if self.cut_over:
             differing = sum(1 for c in set(exact) | set(live)
                             if self.owned(table, row, c) and (exact.get(c) or 0) != (live.get(c) or 0)
                             and not (c not in live and self._past_retention(table, row, c)))
@@ -90,8 +88,7 @@ class Corrector:
                 level, start, _key = DK.parse_signature_column(column)
                 kind = "signature_" + level
             elif table == K.SIGNATURES_SEEN:  # a day's rankings go with its daily columns
-                day = RK.parse_rank_row(row)[0]
-                kind, start = "signature_day", datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+                kind, start = "signature_day", K.parse_timestamp(RK.parse_rank_row(row)[0])
             else:
                 return False
         except InvalidArgument:

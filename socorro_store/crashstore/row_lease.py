@@ -56,16 +56,20 @@ class RowLease:
     def held(self):
         return self.until > time.time_ns()
 
+    def _cell(self, until):
+        """The lease cell's value naming this holder until ``until`` (ns)."""
+        return self.holder + b"|%d" % until
+
     @property
     def value(self):
         """The cell's value while held."""
-        return self.holder + b"|%d" % self.until
+        return self._cell(self.until)
 
     def want(self):
         """Ask for the lease: its holder gives it up (at its next renewal, or its next
         :meth:`hold` in this process) and no other holder takes it for one term.  One put."""
         until = time.time_ns() + self.term_ns
-        self.backend.mutate_rows(self.table, [RowMutation(self.row, {self.wanted_column: self.holder + b"|%d" % until})])
+        self.backend.mutate_rows(self.table, [RowMutation(self.row, {self.wanted_column: self._cell(until)})])
         with _wanted_lock:
             _wanted_here[(id(self.backend), self.table, self.row)] = (self.holder, until)
         self._wished = True
@@ -122,7 +126,7 @@ class RowLease:
                 return False
         until = now + self.term_ns
         won = self.backend.check_and_put(self.table, self.row, self.column, current,
-                                         {self.column: self.holder + b"|%d" % until})
+                                         {self.column: self._cell(until)})
         self.until = until if won else 0
         if won and not renewing:
             self.taken_with = {c: v for c, v in cells.items() if c != self.column}
@@ -148,7 +152,7 @@ class RowLease:
         until = max(time.time_ns() + self.term_ns, self.until + 1)
         # the lease cell first: Thrift1's check-and-put puts only its first cell with the check
         won = self.backend.check_and_put(self.table, self.row, self.column, self.value,
-                                         {self.column: self.holder + b"|%d" % until, **puts})
+                                         {self.column: self._cell(until), **puts})
         self.until = until if won else 0
         return won
 

@@ -46,7 +46,7 @@ from ..schema import ranking_keys as RK
 from ..schema.queue_keys import CLAIMS_PREFIX, parse_claim_row_key
 from . import runs
 from .detail_retention import Retention, run_params
-from .rollup import COL_ROLLED_UP, COL_SIG_DAYS_EXPIRED, COL_SIG_MONTHS_EXPIRED
+from .rollup import COL_ROLLED_UP, COL_SIG_DAYS_EXPIRED, COL_SIG_MONTHS_EXPIRED, WHOLE_SIGNATURE_ROWS
 
 
 class _Marks:
@@ -68,7 +68,6 @@ class _Marks:
 
 
 _BATCH = 1000
-_SIGNATURE_PAGE = 100
 
 
 def _flag_then_delete(backend, expired_flags, deletes, intervals=()):
@@ -158,9 +157,8 @@ def expire(backend, retention=None, now=None, heartbeat=None):
     limits = {level: (cuts["signature_" + level], coarse)
               for level, coarse in (("hour", "day"), ("day", "month"), ("month", "year"), ("year", "year"))}
     deletes, expired_flags, intervals, recorded = [], {}, set(), set()
-    # pages of 100 rows: a busy signature's row holds every interval's dimensioned cells (about
-    # 128,000 at 1 M crashes), and pages of 1,000 whole rows held 300 MB on HBase
-    for row, cells in backend.scan(K.SIGNATURES, columns=[K.FAMILY_COUNTERS], page_size=_SIGNATURE_PAGE):
+    # pages of 1,000 whole rows held 300 MB at 1 M crashes on HBase
+    for row, cells in backend.scan(K.SIGNATURES, columns=[K.FAMILY_COUNTERS], page_size=WHOLE_SIGNATURE_ROWS):
         columns = []
         for column in cells:
             try:  # plain and dimensioned (``…|key``) columns expire alike

@@ -75,7 +75,10 @@ DEFAULT_LOOKBACK_DAYS = 2
 COL_SIG_DAYS_EXPIRED = b"timestamps:expired_signature_days"
 COL_SIG_MONTHS_EXPIRED = b"timestamps:expired_signature_months"
 _SCAN_DAYS = 31  # days whose signature columns one scan of crash_report_signatures finds
-_SIG_PAGE = 200  # signature rows per page of a month's (year's) roll-up
+#: signature rows read whole per call (a month's scan page, a day's reads on a store not cut over,
+#: expire's scan): a busy row holds every interval's dimensioned cells, ~128,000 at 1 M crashes
+WHOLE_SIGNATURE_ROWS = 100
+_SIG_PAGE = WHOLE_SIGNATURE_ROWS
 #: metrics row and cell where ``expire-crashes`` records the date before which crash rows are gone
 RETENTION_ROW = b"crash_retention"
 COL_EXPIRED_BEFORE = b"timestamps:crashes_expired_before"
@@ -278,8 +281,10 @@ def _fix_day_signatures(backend, corrector, signature_counts, day_iso, columns, 
                                                              if cells})
             live = {row: _decode_cells(cells) for row, cells in found.items()}
         else:  # the whole family: dimensioned columns are open-ended
-            for row, cells in backend.get_rows(K.SIGNATURES, chunk, columns=[K.FAMILY_COUNTERS]).items():
-                live[row] = _decode_cells({c: v for c, v in cells.items() if DK.split_column(c)[0] in columns})
+            for i in range(0, len(chunk), WHOLE_SIGNATURE_ROWS):
+                part = chunk[i:i + WHOLE_SIGNATURE_ROWS]
+                for row, cells in backend.get_rows(K.SIGNATURES, part, columns=[K.FAMILY_COUNTERS]).items():
+                    live[row] = _decode_cells({c: v for c, v in cells.items() if DK.split_column(c)[0] in columns})
         _fix_signatures(corrector, live, exact_sigs)
         corrector.flush()
 

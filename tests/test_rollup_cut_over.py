@@ -1,5 +1,7 @@
 """``rollup`` on a cut-over store compares the deriver's signature cells, reading only the cells
-its recount names: never a signature row whole, never a scan of the signature table.
+its recount names: never a signature row whole, never a scan of the signature table; and the
+deriver sets right the cells found wrong while every crash's facts are right (a batch lost or
+applied twice).
 
 A busy signature's row holds every interval's dimensioned cells (about 128,000 at 1 M crashes);
 reading 1,000 of them whole per chunk made the roll-up of one day time out on a real HBase.
@@ -14,8 +16,13 @@ from store_helpers import BASE_TIME, crash_id, processed, raw_crash
 
 from socorro_store import open_store
 from socorro_store.backends import RowMutation
+from socorro_store.crashstore import change_records, counter_deriver
+from socorro_store.crashstore.contributions import increments_of
 from socorro_store.jobs import rollup
+from socorro_store.schema import derived_keys as D
+from socorro_store.schema import dimension_keys as DK
 from socorro_store.schema import keys as K
+from socorro_store.schema import ranking_keys as RK
 
 DAY = BASE_TIME.date()
 UNTIL = (BASE_TIME.replace(day=1) + timedelta(days=32)).replace(day=2)  # the crashes' month closed
@@ -81,8 +88,9 @@ def test_rollup_reads_only_the_cells_its_recount_names_and_reports_a_wrong_one(s
     assert (reads.whole_rows, reads.scans) == (0, 0)
     assert 0 < reads.cells < every_cell  # the day's hourly and daily cells, not the month's or year's
     assert report["derived_differences"] == 1  # the wrong cell, found...
-    # ...and left to its one writer, the deriver (a repair is a rederivation, not the roll-up's)
-    assert K.decode_counter(store.backend.get_row(K.SIGNATURES, row, columns=[column])[column]) == right + 5
+    # ...and set right by its one writer, the deriver, whose counted facts agree with the recount
+    assert report["derived_repaired"] == 1
+    assert K.decode_counter(store.backend.get_row(K.SIGNATURES, row, columns=[column])[column]) == right
 
 
 def test_detail_expire_deleted_is_no_difference_and_a_wrong_count_still_is(store):
@@ -104,4 +112,101 @@ def test_detail_expire_deleted_is_no_difference_and_a_wrong_count_still_is(store
     day_row, column = K.metrics_row(BASE_TIME, "day"), b"counters:submitted_crash_reports"
     store.backend.mutate_rows(K.METRICS, [RowMutation(day_row, {column: K.encode_counter(25)})])
     wrong = rollup.run_rollup(store.backend, until=UNTIL.isoformat(), since=DAY.isoformat(), grace_s=0)
-    assert wrong["derived_differences"] == 2, wrong  # the day's cell, and the month summing the days
+    # the day's cell, set right before the month is compared: the month summing the days is right
+    assert (wrong["derived_differences"], wrong["derived_repaired"]) == (1, 1), wrong
+
+
+def _counter_cells(backend):
+    """``{(table, row, column): int}`` of every counter the deriver writes, but the rankings'
+    slack (which records a repair as a change) and the roll-up's head and top rows."""
+    out = {}
+    for table in (K.METRICS, K.SIGNATURES):
+        for row, cells in backend.scan(table, columns=[K.FAMILY_COUNTERS]):
+            out.update({(table, row, c): K.decode_counter(v) for c, v in cells.items() if len(v) == 8})
+    first = RK.rank_row(DAY)
+    for row, cells in backend.scan(K.SIGNATURES_SEEN, start=first, stop=first + DK.SEPARATOR + b"\xff"):
+        out.update({(K.SIGNATURES_SEEN, row, c): K.decode_counter(v) for c, v in cells.items()
+                    if not c.startswith(b"seen:\xff")})
+    return out
+
+
+def _lose(backend, crash, amount=-1):
+    """Move every cell ``crash`` is counted in by ``amount``, as a deriver's batch lost (-1) or
+    applied twice (+1) does, the unique counts of the intervals its signature leaves too."""
+    facts = D.decode_facts(backend.get_row(K.DERIVED, D.counted_row(crash))[D.COL_COUNTED])
+    cells = {(inc.table, inc.row, inc.column): inc.amount * amount for inc in increments_of(facts)}
+    values = {key: _read(backend, key) for key in cells}
+    for (table, row, column), change in list(cells.items()):
+        interval = counter_deriver._interval_row(column) if table == K.SIGNATURES else None
+        if interval is not None and (values[(table, row, column)] + change > 0) != (values[(table, row, column)] > 0):
+            cells[(K.METRICS, interval, counter_deriver.UNIQUE_COLUMN)] = change
+    for (table, row, column), change in cells.items():
+        value = _read(backend, (table, row, column)) + change
+        backend.mutate_rows(table, [RowMutation(row, {column: K.encode_counter(value)} if value else {},
+                                                deletes=[] if value else [column])])
+
+
+def _read(backend, key):
+    table, row, column = key
+    raw = backend.get_row(table, row, columns=[column]).get(column)
+    return K.decode_counter(raw) if raw else 0
+
+
+def test_cells_of_a_batch_lost_or_applied_twice_are_set_right_at_every_level(store):
+    """The lease defect's cells: every crash's counted facts right, its cells not.  Deriving the
+    crashes again moves nothing; the roll-up's recount and the deriver's counted facts agree, so
+    the deriver sets the day's cells to that, and the month's and year's to their sums."""
+    _ingest(store)
+    store.save_raw_crash(raw_crash(lone := crash_id(salt="7"), BASE_TIME + timedelta(hours=5)), {}, lone)
+    store.save_processed(processed(lone, signature="only once"))
+    store.settle()
+    first = rollup.run_rollup(store.backend, until=UNTIL.isoformat(), since=DAY.isoformat(), grace_s=0)
+    assert not first.get("derived_differences"), first
+    right = _counter_cells(store.backend)
+
+    crashes = sorted(D.parse_counted_row(row) for row, _cells in store.backend.scan(K.DERIVED, columns=[D.COL_COUNTED])
+                     if D.is_counted_row(row))
+    _lose(store.backend, lone)  # its signature's every cell goes: the unique counts drop too
+    _lose(store.backend, crashes[3])
+    _lose(store.backend, crashes[5], amount=+1)
+    wrong = _counter_cells(store.backend)
+    assert wrong != right
+
+    report = rollup.run_rollup(store.backend, until=UNTIL.isoformat(), since=DAY.isoformat(), grace_s=0)
+    assert report["derived_differences"] > 0 and report["derived_repaired"] > 0, report
+    fixed = _counter_cells(store.backend)
+    assert {key: (fixed.get(key), right.get(key)) for key in set(fixed) | set(right)
+            if fixed.get(key) != right.get(key)} == {}
+    again = rollup.run_rollup(store.backend, until=UNTIL.isoformat(), since=DAY.isoformat(), grace_s=0)
+    assert not again.get("derived_differences") and not again.get("derived_repaired"), again
+
+
+def test_a_cell_the_counted_facts_do_not_agree_on_is_left(store):
+    """The deriver sets a cell only to what the day's counted facts sum to: a recount that
+    disagrees (a crash saved or deleted between the two) moves nothing, nor does a cell a crash
+    with a record waiting counts in (a deletion whose row is gone but not yet derived)."""
+    _ingest(store)
+    row, column = K.signature_row("A"), K.signature_counter_column("day", K.metrics_row(BASE_TIME, "day"))
+    key = (K.SIGNATURES, row, column)
+    right = _read(store.backend, key)
+    store.backend.mutate_rows(K.SIGNATURES, [RowMutation(row, {column: K.encode_counter(right + 5)})])
+
+    def admit_all(field, value, product):
+        return True
+
+    done = counter_deriver.rederive_day(store.backend, DAY, admit_all, {key: right - 1})
+    assert (done["read"], done["repaired"], done["coarse"]) == (24, 0, 0)
+    assert _read(store.backend, key) == right + 5
+
+    gone = next(cid for cid in (D.parse_counted_row(r) for r, _c in store.backend.scan(K.DERIVED, columns=[D.COL_COUNTED])
+                                if D.is_counted_row(r))
+                if store.backend.get_row(K.CRASH_REPORTS, K.crash_row_key(cid), [K.COL_SIGNATURE]).get(K.COL_SIGNATURE) == b"A")
+    store.backend.mutate_rows(K.CRASH_REPORTS, [RowMutation(K.crash_row_key(gone), delete_row=True)])
+    change_records.record_derived_deletions(store.backend, [gone])  # its record waits: nobody derives here
+    done = counter_deriver.rederive_day(store.backend, DAY, admit_all, {key: right - 1})
+    assert (done["read"], done["repaired"]) == (23, 0)
+    assert _read(store.backend, key) == right + 5
+    assert counter_deriver.catch_up(store.backend)  # the deletion derived: A has one crash less
+    done = counter_deriver.rederive_day(store.backend, DAY, admit_all, {key: right - 1})
+    assert (done["read"], done["repaired"], done["coarse"]) == (23, 1, 0)
+    assert _read(store.backend, key) == right - 1

@@ -142,16 +142,17 @@ def rederive_queues(backend, timeout=60.0):
             deriver.close()
 
 
-def rederive_day(backend, day, admitted):
+def rederive_day(backend, day, admitted, found=None, past_retention=None):
     """:meth:`CounterDeriver.rederive_day` by a deriver of its own (``rollup``'s repair), capping
-    by ``admitted(field, value, product)`` (the day's admission); the crashes read (0 on a store
-    not cut over)."""
+    by ``admitted(field, value, product)`` (the day's admission), setting right the cells of
+    ``found`` it may (:mod:`.cell_repair`); ``{"read", "repaired", "coarse"}``, all 0 on a store
+    not cut over."""
     if not enabled(backend):
-        return 0
+        return {"read": 0, "repaired": 0, "coarse": 0}
     with _job_lock:
         deriver = CounterDeriver(backend, admitted, background=False, holder=_JOB_HOLDER)
         try:
-            return deriver.rederive_day(day)
+            return deriver.rederive_day(day, found, past_retention)
         finally:
             deriver.close()
 

@@ -5,24 +5,33 @@ both hold its lease and write through its fenced journal, so they never race its
 
 from datetime import timedelta
 
+from ..backends import Increment
 from ..errors import BackendUnavailable
+from . import cell_repair, change_records
 from ..schema import derived_keys as D
 from ..schema import keys as K
 from ..schema.specs import SALTS
-from .contributions import facts_of, waiting_in
-from .counters import QUEUE_SUFFIXES, read_counters
+from .contributions import capped, facts_of, increments_of, waiting_in
+from .counters import QUEUE_SUFFIXES, coalesce, read_counters, slack_increments
 from .cut_over import ROW_COLUMNS
 
 
 class Rederivation:
     """``rederive_day`` and ``rederive_queues`` of a :class:`~.counter_deriver.CounterDeriver`."""
 
-    def rederive_day(self, day, timeout=60.0):
+    def rederive_day(self, day, found=None, past_retention=None, timeout=60.0):
         """Derive every crash submitted on ``day`` (a date) again from its row, as if each had
         a record: ``rollup``'s repair, under the day's admission (``admitted`` of this deriver:
         a crash counted under a value the day no longer admits moves to ``##other##``, and
-        back).  Waits for the lease up to ``timeout`` seconds; returns the crashes read."""
-        read = 0
+        back).  Waits for the lease up to ``timeout`` seconds.
+
+        ``found``: ``{(table, row, column): value}``, the deriver's cells the roll-up's recount
+        of the day found at another value; in the same hold of the lease, those still wrong
+        once the crashes are derived again are set right where :mod:`.cell_repair` allows
+        (``past_retention(table, row, column)``: a cell ``expire`` cut, never written).
+        Returns ``{"read": crashes read, "repaired": cells set to the recount, "coarse": month
+        and year cells set to their sums}``."""
+        read, wanted = 0, {key: 0 for key in (found or {}) if cell_repair.in_day(key)}
         with self._lock:
             self._wait_for_lease(timeout)
             for id_day in (day, day + timedelta(days=1)):  # an id may be dated the day after its submission
@@ -37,11 +46,69 @@ class Rederivation:
                             facts = facts_of(cells)
                             if K.COL_OOID in cells and facts is not None and facts["t"][:10] == day.isoformat():
                                 batch[cells[K.COL_OOID].decode("ascii", "replace")] = (cells, [])
+                                if wanted:  # what the crash is counted under once derived again
+                                    _add_counts(wanted, capped(facts, self.admitted))
                         read += self._rederive(batch)
                         if len(page) < self.batch:
                             break
                         start = page[-1][0] + b"\x00"
-        return read
+            repaired, coarse = self._repair_cells(found, wanted, past_retention or (lambda *key: False))
+        return {"read": read, "repaired": repaired, "coarse": coarse}
+
+    def _repair_cells(self, found, counted, past_retention):
+        """Set the cells of ``found`` whose recount equals ``counted`` (what the day's crashes are
+        counted under, summed) to that value, and the month and year cells above the day cells
+        so set to the sums of their finer cells; through the journal, under the lease held.
+        A cell a crash with a record waiting counts in is left: its row may be gone already
+        (a deletion not derived yet), so the day's scan did not count it."""
+        agreed = {key: n for key, n in counted.items() if found[key] == n}
+        if not agreed:
+            return 0, 0
+        records, _resume, full = change_records.read_records(self.backend, K.COL_CHANGE_DERIVE, b"", self.batch)
+        if full:
+            return 0, 0  # derivation far behind: the next roll-up repairs
+        if records:
+            facts = self.backend.get_rows(K.DERIVED, [D.counted_row(cid) for cid in records], columns=[D.COL_COUNTED])
+            for cells in facts.values():
+                for inc in increments_of(D.decode_facts(cells.get(D.COL_COUNTED))):
+                    agreed.pop((inc.table, inc.row, inc.column), None)
+        current = self._read_cells(agreed)
+        new = {key: n for key, n in agreed.items() if current[key] != n}
+        plan = [(coarse, finer) for key in new for coarse, finer in cell_repair.coarser(key)
+                if not any(past_retention(*cell) for cell in [coarse, *finer])]
+        coarse_values = {}
+        if plan:
+            read = self._read_cells({cell for coarse, finer in plan for cell in [coarse, *finer]})
+            values = {**read, **new}
+            for coarse, finer in plan:  # a month before its year: the year sums its months as set
+                values[coarse] = sum(values[cell] for cell in finer)
+                if values[coarse] != read[coarse]:
+                    coarse_values[coarse] = values[coarse]
+            current.update(read)
+        changes = [Increment(*key, n - current[key]) for key, n in {**new, **coarse_values}.items()]
+        if not changes:
+            return 0, 0
+        changes = coalesce(changes + slack_increments(changes, in_row=True))
+        cells, _foreign = self._absolute(changes)
+        if not self._put_journal(D.encode_journal(cells, [], [], [])):
+            raise BackendUnavailable("the derivation lease was lost while repairing cells")
+        self._journaled = True
+        self._apply_journaled(cells, [], [])
+        return len(new), len(coarse_values)
+
+    def _read_cells(self, keys):
+        """``{(table, row, column): int}`` of ``keys``, read by name (0: no cell)."""
+        wanted = {}
+        for table, row, column in keys:
+            wanted.setdefault(table, {}).setdefault(row, []).append(column)
+        out = {}
+        for table, columns_by_row in wanted.items():
+            found = self.backend.get_rows_columns(table, columns_by_row)
+            for row, columns in columns_by_row.items():
+                for column in columns:
+                    raw = found.get(row, {}).get(column)
+                    out[(table, row, column)] = K.decode_counter(raw) if raw is not None and len(raw) == 8 else 0
+        return out
 
     def rederive_queues(self, timeout=60.0):
         """Set the queue sizes (``deletes_X``, so that ``inserts_X - deletes_X`` is the size) to
@@ -79,3 +146,11 @@ class Rederivation:
             raise BackendUnavailable("the derivation lease was lost while deriving again")
         batch.clear()
         return n
+
+
+def _add_counts(wanted, facts):
+    """Add what ``facts`` count in to the cells of ``wanted`` (``{key: int}``)."""
+    for inc in increments_of(facts):
+        key = (inc.table, inc.row, inc.column)
+        if key in wanted:
+            wanted[key] += inc.amount

@@ -39,8 +39,8 @@ class Corrector:
 
     ``derived_store``: the store is cut over (:mod:`~socorro_store.crashstore.counter_deriver`):
     the cells the deriver owns (:func:`deriver_owns`) have one writer, the deriver, so a
-    difference there is reported (``derived_differences``: derivation still catching up, or a
-    change since the recount), never written.  ``expired_before``
+    difference there is reported (``derived_differences``) and kept (:meth:`take_found`) for
+    the deriver to set right, never written here.  ``expired_before``
     (:func:`~.detail_retention.expired_before`): a deriver's cell missing from an interval
     ``expire`` cut is detail past retention, no difference."""
 
@@ -49,11 +49,18 @@ class Corrector:
         self.owned = deriver_owns if derived_store else None
         self.expired_before = expired_before or {}
         self.mutations = {K.METRICS: {}, K.SIGNATURES: {}, K.SIGNATURES_SEEN: {}}
+        self.found = {}
 
     @property
     def cut_over(self):
         """The store is cut over: the deriver's cells are compared, never written."""
         return self.owned is not None
+
+    def take_found(self):
+        """``{(table, row, column): exact}``: the deriver's cells found differing since the last
+        call (a cut-over store), for the deriver to set right (:mod:`~socorro_store.crashstore.cell_repair`)."""
+        found, self.found = self.found, {}
+        return found
 
     def _mutation(self, table, row):
         return self.mutations[table].setdefault(row, RowMutation(row))
@@ -61,11 +68,12 @@ class Corrector:
     def fix(self, table, row, exact, live, derived=lambda column: True, kind="metrics"):
         """``exact``/``live``: ``{column: int}``.  Queue differences; count drift."""
         if self.cut_over:
-            differing = sum(1 for c in set(exact) | set(live)
-                            if self.owned(table, row, c) and (exact.get(c) or 0) != (live.get(c) or 0)
-                            and not (c not in live and self._past_retention(table, row, c)))
+            differing = {c: exact.get(c) or 0 for c in set(exact) | set(live)
+                         if self.owned(table, row, c) and (exact.get(c) or 0) != (live.get(c) or 0)
+                         and not (c not in live and self.past_retention(table, row, c))}
             if differing:
-                self.report["derived_differences"] = self.report.get("derived_differences", 0) + differing
+                self.report["derived_differences"] = self.report.get("derived_differences", 0) + len(differing)
+                self.found.update({(table, row, c): n for c, n in differing.items()})
             exact = {c: v for c, v in exact.items() if not self.owned(table, row, c)}
             live = {c: v for c, v in live.items() if not self.owned(table, row, c)}
         for column, value in exact.items():
@@ -79,7 +87,7 @@ class Corrector:
                 self._mutation(table, row).deletes.append(column)
                 self.report["cells_deleted"] += 1
 
-    def _past_retention(self, table, row, column):
+    def past_retention(self, table, row, column):
         """Whether ``expire`` cut the interval of this cell (its row's, or its column's)."""
         try:
             if table == K.METRICS:

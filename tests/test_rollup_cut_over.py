@@ -159,6 +159,10 @@ def test_cells_of_a_batch_lost_or_applied_twice_are_set_right_at_every_level(sto
     _ingest(store)
     store.save_raw_crash(raw_crash(lone := crash_id(salt="7"), BASE_TIME + timedelta(hours=5)), {}, lone)
     store.save_processed(processed(lone, signature="only once"))
+    for n, process_type in enumerate(("plugin", "browser")):  # a hang pair, counted at 18:0n
+        side = crash_id(salt="8")
+        store.save_raw_crash(raw_crash(side, BASE_TIME + timedelta(hours=6, minutes=n), HangID="hang-1",
+                                       ProcessType=process_type), {}, side)
     store.settle()
     first = rollup.run_rollup(store.backend, until=UNTIL.isoformat(), since=DAY.isoformat(), grace_s=0)
     assert not first.get("derived_differences"), first
@@ -169,6 +173,10 @@ def test_cells_of_a_batch_lost_or_applied_twice_are_set_right_at_every_level(sto
     _lose(store.backend, lone)  # its signature's every cell goes: the unique counts drop too
     _lose(store.backend, crashes[3])
     _lose(store.backend, crashes[5], amount=+1)
+    pair = K.counter_column("submitted_crash_report_hang_pairs")
+    for row in K.metrics_rows(BASE_TIME + timedelta(hours=6, minutes=1)).values():  # the pair, lost
+        assert _read(store.backend, (K.METRICS, row, pair)) == 1
+        store.backend.mutate_rows(K.METRICS, [RowMutation(row, deletes=[pair])])
     wrong = _counter_cells(store.backend)
     assert wrong != right
 

@@ -90,7 +90,7 @@ def derive_hang_pairs(backend, moved, cells_of):
     for hang_row, now in sides.items():
         at = pair_time(times[c] for c in now.values() if c in times)
         stored = counted.get(D.hang_pair_row(hang_row), {}).get(D.COL_PAIRED)
-        counted_at = _parse_time(stored) if stored else (at if K.COL_PAIRED in found.get(hang_row, {}) else None)
+        counted_at = parse_pair_time(stored) if stored else (at if K.COL_PAIRED in found.get(hang_row, {}) else None)
         if counted_at == at:
             continue
         if counted_at is not None:
@@ -122,7 +122,8 @@ def _side_times(backend, crash_ids, cells_of):
     return out
 
 
-def _parse_time(raw):
+def parse_pair_time(raw):
+    """The time a pair is counted at, as the deriver recorded it (``~hang/<hang id>``), or None."""
     try:
         return datetime.fromisoformat(raw.decode("ascii"))
     except (UnicodeDecodeError, ValueError):

@@ -11,7 +11,7 @@ from . import cell_repair, change_records
 from ..schema import derived_keys as D
 from ..schema import keys as K
 from ..schema.specs import SALTS
-from .contributions import capped, facts_of, increments_of, waiting_in
+from .contributions import capped, facts_of, waiting_in
 from .counters import QUEUE_SUFFIXES, coalesce, read_counters, slack_increments
 from .cut_over import ROW_COLUMNS
 
@@ -31,7 +31,7 @@ class Rederivation:
         (``past_retention(table, row, column)``: a cell ``expire`` cut, never written).
         Returns ``{"read": crashes read, "repaired": cells set to the recount, "coarse": month
         and year cells set to their sums}``."""
-        read, wanted = 0, {key: 0 for key in (found or {}) if cell_repair.in_day(key)}
+        read, counted = 0, cell_repair.CountedDay(found or {})
         with self._lock:
             self._wait_for_lease(timeout)
             for id_day in (day, day + timedelta(days=1)):  # an id may be dated the day after its submission
@@ -46,32 +46,34 @@ class Rederivation:
                             facts = facts_of(cells)
                             if K.COL_OOID in cells and facts is not None and facts["t"][:10] == day.isoformat():
                                 batch[cells[K.COL_OOID].decode("ascii", "replace")] = (cells, [])
-                                if wanted:  # what the crash is counted under once derived again
-                                    _add_counts(wanted, capped(facts, self.admitted))
+                                if counted:  # what the crash is counted under once derived again
+                                    counted.add(capped(facts, self.admitted))
                         read += self._rederive(batch)
                         if len(page) < self.batch:
                             break
                         start = page[-1][0] + b"\x00"
-            repaired, coarse = self._repair_cells(found, wanted, past_retention or (lambda *key: False))
+            repaired, coarse = self._repair_cells(found, counted, past_retention or (lambda *key: False))
         return {"read": read, "repaired": repaired, "coarse": coarse}
 
     def _repair_cells(self, found, counted, past_retention):
-        """Set the cells of ``found`` whose recount equals ``counted`` (what the day's crashes are
-        counted under, summed) to that value, and the month and year cells above the day cells
-        so set to the sums of their finer cells; through the journal, under the lease held.
-        A cell a crash with a record waiting counts in is left: its row may be gone already
-        (a deletion not derived yet), so the day's scan did not count it."""
-        agreed = {key: n for key, n in counted.items() if found[key] == n}
-        if not agreed:
+        """Set the cells of ``found`` whose recount equals what ``counted`` (a
+        :class:`~.cell_repair.CountedDay`) says the deriver counts them at, and the month and
+        year cells above the day cells so set to the sums of their finer cells; through the
+        journal, under the lease held.  A day's unique counts are set as they are; any other
+        unique count follows its signature cells (the deriver's rule)."""
+        if not counted:
             return 0, 0
         records, _resume, full = change_records.read_records(self.backend, K.COL_CHANGE_DERIVE, b"", self.batch)
         if full:
             return 0, 0  # derivation far behind: the next roll-up repairs
         if records:
-            facts = self.backend.get_rows(K.DERIVED, [D.counted_row(cid) for cid in records], columns=[D.COL_COUNTED])
-            for cells in facts.values():
-                for inc in increments_of(D.decode_facts(cells.get(D.COL_COUNTED))):
-                    agreed.pop((inc.table, inc.row, inc.column), None)
+            waiting = self.backend.get_rows(K.DERIVED, [D.counted_row(cid) for cid in records], columns=[D.COL_COUNTED])
+            for cells in waiting.values():
+                counted.drop_waiting(D.decode_facts(cells.get(D.COL_COUNTED)))
+        counted.add_pairs(self.backend)
+        agreed = {key: n for key, n in counted.totals().items() if found[key] == n}
+        if not agreed:
+            return 0, 0
         current = self._read_cells(agreed)
         new = {key: n for key, n in agreed.items() if current[key] != n}
         plan = [(coarse, finer) for key in new for coarse, finer in cell_repair.coarser(key)
@@ -85,11 +87,19 @@ class Rederivation:
                 if values[coarse] != read[coarse]:
                     coarse_values[coarse] = values[coarse]
             current.update(read)
-        changes = [Increment(*key, n - current[key]) for key, n in {**new, **coarse_values}.items()]
-        if not changes:
+        # an hour's or the day's unique count agreed on is set as it is, whatever signature
+        # cells the repair takes to or from zero (which move it by the deriver's rule)
+        unique = {key: n for key, n in agreed.items() if key[2] == cell_repair.UNIQUE_COLUMN}
+        changes = [Increment(*key, n - current[key]) for key, n in {**new, **coarse_values}.items() if key not in unique]
+        cells = []
+        if changes:
+            changes = coalesce(changes + slack_increments(changes, in_row=True))
+            cells, _foreign = self._absolute(changes)
+        moved = {tuple(cell[:3]) for cell in cells}
+        cells = [cell for cell in cells if tuple(cell[:3]) not in unique] + \
+            [(*key, n) for key, n in unique.items() if key in moved or n != current[key]]
+        if not cells:
             return 0, 0
-        changes = coalesce(changes + slack_increments(changes, in_row=True))
-        cells, _foreign = self._absolute(changes)
         if not self._put_journal(D.encode_journal(cells, [], [], [])):
             raise BackendUnavailable("the derivation lease was lost while repairing cells")
         self._journaled = True
@@ -147,10 +157,3 @@ class Rederivation:
         batch.clear()
         return n
 
-
-def _add_counts(wanted, facts):
-    """Add what ``facts`` count in to the cells of ``wanted`` (``{key: int}``)."""
-    for inc in increments_of(facts):
-        key = (inc.table, inc.row, inc.column)
-        if key in wanted:
-            wanted[key] += inc.amount

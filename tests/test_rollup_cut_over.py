@@ -218,3 +218,34 @@ def test_a_cell_the_counted_facts_do_not_agree_on_is_left(store):
     done = counter_deriver.rederive_day(store.backend, DAY, admit_all, {key: right - 1})
     assert (done["read"], done["repaired"], done["coarse"]) == (23, 1, 0)
     assert _read(store.backend, key) == right - 1
+
+
+def test_crashes_an_older_writer_saved_and_counted_beside_the_deriver_are_counted_once(store):
+    """An older version's save beside the deriver increments the cells itself and writes no
+    record: the deriver never counted the crash.  ``rollup --since`` derives every crash of the
+    day from its row (counting it a second time), then finds the cells wrong and sets them right."""
+    _ingest(store)
+    first = rollup.run_rollup(store.backend, until=UNTIL.isoformat(), since=DAY.isoformat(), grace_s=0)
+    assert not first.get("derived_differences"), first
+    right = _counter_cells(store.backend)
+    older = [D.counted_row(cid) for cid in (crash_id(salt="3"), crash_id(salt="4"))]
+    for i, row in enumerate(older):  # saved by the older version: its own increments, no facts counted
+        cid = D.parse_counted_row(row)
+        store.save_raw_crash(raw_crash(cid, BASE_TIME + timedelta(minutes=3 + 50 * i)), {}, cid)
+        store.save_processed(processed(cid, signature="A"))
+    store.settle()
+    right_after = _counter_cells(store.backend)
+    assert right_after != right
+    store.backend.mutate_rows(K.DERIVED, [RowMutation(row, delete_row=True) for row in older])
+
+    report = rollup.run_rollup(store.backend, until=UNTIL.isoformat(), since=DAY.isoformat(), grace_s=0)
+    assert report["derived_differences"] > 0 and report["derived_repaired"] > 0, report
+    fixed = _counter_cells(store.backend)
+    # the queue counters count events: deriving those crashes enters and leaves the queue once
+    # more, and the size (inserts - deletes) stays
+    queue = {key: fixed.pop(key) - right_after.pop(key) for key in list(fixed) if key[1] == K.QUEUE_ROW}
+    assert sorted(queue.values()) == [2, 2], queue  # inserts and deletes: no size moved
+    assert {key: (fixed.get(key), right_after.get(key)) for key in set(fixed) | set(right_after)
+            if fixed.get(key) != right_after.get(key)} == {}
+    again = rollup.run_rollup(store.backend, until=UNTIL.isoformat(), since=DAY.isoformat(), grace_s=0)
+    assert not again.get("derived_differences") and not again.get("derived_repaired"), again

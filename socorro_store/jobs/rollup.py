@@ -195,6 +195,10 @@ def rollup_day(backend, day, cutoff, corrector, stamp, signature_counts, admissi
     tally = recount.count_day(backend, day, end, on_page, page_size=page_size, signature_counts=signature_counts)
     corrector.report["crashes_read"] += tally.crashes
     admission = admissions.after_recount(day.date(), signature_counts)
+    # on a cut-over store the counters are the deriver's: it derives the day again, under the
+    # day's admission (one writer, one way of counting)
+    rederived = counter_deriver.rederive_day(backend, day.date(), admission.admitted)
+    corrector.report["rederived"] = corrector.report.get("rederived", 0) + rederived["read"]
     kept = recount.kept_rows(tally, day, end)
     _report_kept(corrector.report, tally, kept)
     hours = [day + timedelta(hours=h) for h in range(24) if day + timedelta(hours=h + 1) <= end]
@@ -231,14 +235,11 @@ def rollup_day(backend, day, cutoff, corrector, stamp, signature_counts, admissi
         if day_column in wanted:
             ranking.fix_day_rankings(backend, corrector, signature_counts, day.date(), admission, slack)
     signature_counts.drop_live(day.strftime("%Y-%m-%d"))
-    # on a cut-over store the counters are the deriver's: it derives the day again, under the
-    # day's admission (one writer, one way of counting), and sets right the cells found wrong
-    # that its counted facts agree with the recount on
-    done = counter_deriver.rederive_day(backend, day.date(), admission.admitted, corrector.take_found(),
-                                        corrector.past_retention)
-    report = corrector.report
-    report["rederived"] = report.get("rederived", 0) + done["read"]
-    report["derived_repaired"] = report.get("derived_repaired", 0) + done["repaired"] + done["coarse"]
+    found = corrector.take_found()
+    if found:  # the deriver's cells still wrong: it sets right those its counted facts agree on
+        repair = counter_deriver.rederive_day(backend, day.date(), admission.admitted, found, corrector.past_retention)
+        corrector.report["derived_repaired"] = (corrector.report.get("derived_repaired", 0) + repair["repaired"]
+                                                + repair["coarse"])
 
 
 def _fix_metrics(backend, corrector, exact, kept, stamp, day_row=None):

@@ -249,3 +249,22 @@ def test_crashes_an_older_writer_saved_and_counted_beside_the_deriver_are_counte
             if fixed.get(key) != right_after.get(key)} == {}
     again = rollup.run_rollup(store.backend, until=UNTIL.isoformat(), since=DAY.isoformat(), grace_s=0)
     assert not again.get("derived_differences") and not again.get("derived_repaired"), again
+
+
+def test_a_month_or_year_is_summed_only_from_cells_expire_left(store):
+    """The repair sets a month's (year's) cell to the sum of its days' (months') cells only
+    while none of them may have been deleted: ``expire`` marks the month (year) whose cells it
+    deleted, and the cuts it recorded say which."""
+    from datetime import datetime, timezone  # noqa: PLC0415
+
+    from socorro_store.jobs.corrections import COL_SIG_DAYS_EXPIRED, Corrector  # noqa: PLC0415
+
+    def daily(day):
+        return K.signature_counter_column("day", K.metrics_row(datetime(2016, 9, day, tzinfo=timezone.utc), "day"))
+
+    cut = {"signature_day": datetime(2016, 9, 15, tzinfo=timezone.utc)}
+    assert not Corrector(store.backend, {}, True, cut).detail_gone(K.SIGNATURES, b"A", daily(1))  # no mark
+    store.backend.mutate_rows(K.METRICS, [RowMutation(b"2016-09", {COL_SIG_DAYS_EXPIRED: b"1"})])
+    marked = Corrector(store.backend, {}, True, cut)
+    assert marked.detail_gone(K.SIGNATURES, b"A", daily(1)) and not marked.detail_gone(K.SIGNATURES, b"A", daily(20))
+    assert Corrector(store.backend, {}, True).detail_gone(K.SIGNATURES, b"A", daily(20))  # no cut recorded

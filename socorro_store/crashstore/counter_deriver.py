@@ -142,7 +142,7 @@ def rederive_queues(backend, timeout=60.0):
             deriver.close()
 
 
-def rederive_day(backend, day, admitted, found=None, past_retention=None):
+def rederive_day(backend, day, admitted, found=None, detail_gone=None):
     """:meth:`CounterDeriver.rederive_day` by a deriver of its own (``rollup``'s repair), capping
     by ``admitted(field, value, product)`` (the day's admission), setting right the cells of
     ``found`` it may (:mod:`.cell_repair`); ``{"read", "repaired", "coarse"}``, all 0 on a store
@@ -152,7 +152,7 @@ def rederive_day(backend, day, admitted, found=None, past_retention=None):
     with _job_lock:
         deriver = CounterDeriver(backend, admitted, background=False, holder=_JOB_HOLDER)
         try:
-            return deriver.rederive_day(day, found, past_retention)
+            return deriver.rederive_day(day, found, detail_gone)
         finally:
             deriver.close()
 

@@ -19,7 +19,7 @@ from .cut_over import ROW_COLUMNS
 class Rederivation:
     """``rederive_day`` and ``rederive_queues`` of a :class:`~.counter_deriver.CounterDeriver`."""
 
-    def rederive_day(self, day, found=None, past_retention=None, timeout=60.0):
+    def rederive_day(self, day, found=None, detail_gone=None, timeout=60.0):
         """Derive every crash submitted on ``day`` (a date) again from its row, as if each had
         a record: ``rollup``'s repair, under the day's admission (``admitted`` of this deriver:
         a crash counted under a value the day no longer admits moves to ``##other##``, and
@@ -28,7 +28,8 @@ class Rederivation:
         ``found``: ``{(table, row, column): value}``, the deriver's cells the roll-up's recount
         of the day found at another value; in the same hold of the lease, those still wrong
         once the crashes are derived again are set right where :mod:`.cell_repair` allows
-        (``past_retention(table, row, column)``: a cell ``expire`` cut, never written).
+        (``detail_gone(table, row, column)``: a cell ``expire`` may have deleted, which no sum
+        counts on and none writes).
         Returns ``{"read": crashes read, "repaired": cells set to the recount, "coarse": month
         and year cells set to their sums}``."""
         read, counted = 0, cell_repair.CountedDay(found or {})
@@ -52,10 +53,10 @@ class Rederivation:
                         if len(page) < self.batch:
                             break
                         start = page[-1][0] + b"\x00"
-            repaired, coarse = self._repair_cells(found, counted, past_retention or (lambda *key: False))
+            repaired, coarse = self._repair_cells(found, counted, detail_gone or (lambda *key: False))
         return {"read": read, "repaired": repaired, "coarse": coarse}
 
-    def _repair_cells(self, found, counted, past_retention):
+    def _repair_cells(self, found, counted, detail_gone):
         """Set the cells of ``found`` whose recount equals what ``counted`` (a
         :class:`~.cell_repair.CountedDay`) says the deriver counts them at, and the month and
         year cells above the day cells so set to the sums of their finer cells; through the
@@ -77,7 +78,7 @@ class Rederivation:
         current = self._read_cells(agreed)
         new = {key: n for key, n in agreed.items() if current[key] != n}
         plan = [(coarse, finer) for key in new for coarse, finer in cell_repair.coarser(key)
-                if not any(past_retention(*cell) for cell in [coarse, *finer])]
+                if not any(detail_gone(*cell) for cell in [coarse, *finer])]
         coarse_values = {}
         if plan:
             read = self._read_cells({cell for coarse, finer in plan for cell in [coarse, *finer]})

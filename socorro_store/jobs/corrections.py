@@ -13,6 +13,9 @@ from ..schema import ranking_keys as RK
 
 COL_ROLLED_UP = b"timestamps:rolled_up"
 COL_DIGEST = b"timestamps:rollup_digest"
+#: marks of ``expire`` on a month's (year's) metrics row: some of its daily (monthly) signature cells went
+COL_SIG_DAYS_EXPIRED = b"timestamps:expired_signature_days"
+COL_SIG_MONTHS_EXPIRED = b"timestamps:expired_signature_months"
 
 
 def is_derived(name):
@@ -50,6 +53,7 @@ class Corrector:
         self.expired_before = expired_before or {}
         self.mutations = {K.METRICS: {}, K.SIGNATURES: {}, K.SIGNATURES_SEEN: {}}
         self.found = {}
+        self._expired_marks = {}
 
     @property
     def cut_over(self):
@@ -103,6 +107,25 @@ class Corrector:
             return False
         cut = self.expired_before.get(kind)
         return cut is not None and start < cut
+
+    def detail_gone(self, table, row, column):
+        """Whether ``expire`` may have deleted this cell, so that no sum of finer cells can count
+        on it: a daily (monthly) signature cell when its month's (year's) row has the mark of
+        such deletions and the cell is older than the latest cut (or no cut is recorded), other
+        detail by the cuts (:meth:`past_retention`)."""
+        if table == K.SIGNATURES:
+            try:
+                level, start, _key = DK.parse_signature_column(column)
+            except InvalidArgument:
+                return False
+            if level in ("day", "month"):
+                coarse = K.metrics_row(start, "month" if level == "day" else "year")
+                mark = COL_SIG_DAYS_EXPIRED if level == "day" else COL_SIG_MONTHS_EXPIRED
+                if (coarse, mark) not in self._expired_marks:
+                    self._expired_marks[(coarse, mark)] = mark in self.backend.get_row(K.METRICS, coarse, [mark])
+                cut = self.expired_before.get("signature_" + level)
+                return self._expired_marks[(coarse, mark)] and (cut is None or start < cut)
+        return self.past_retention(table, row, column)
 
     def _drift(self, kind, row, column, live, exact):
         drift = self.report["drift"]

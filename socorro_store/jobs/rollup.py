@@ -66,14 +66,13 @@ from ..schema import dimension_keys as DK
 from ..schema import keys as K
 from ..crashstore import rankings
 from . import data_days, detail_retention, ranking, recount, registry, runs
-from .corrections import COL_DIGEST, COL_ROLLED_UP, Corrector, is_derived  # noqa: F401 - marks, re-exported
+from .corrections import (COL_DIGEST, COL_ROLLED_UP, COL_SIG_DAYS_EXPIRED, COL_SIG_MONTHS_EXPIRED,  # noqa: F401
+                          Corrector, is_derived)  # the marks, re-exported
 from ..engine.spilled_counts import SpilledCounts
 
 JOB = "rollup"
 DEFAULT_GRACE_S = 3600
 DEFAULT_LOOKBACK_DAYS = 2
-COL_SIG_DAYS_EXPIRED = b"timestamps:expired_signature_days"
-COL_SIG_MONTHS_EXPIRED = b"timestamps:expired_signature_months"
 _SCAN_DAYS = 31  # days whose signature columns one scan of crash_report_signatures finds
 #: signature rows read whole per call (a month's scan page, a day's reads on a store not cut over,
 #: expire's scan): a busy row holds every interval's dimensioned cells, ~128,000 at 1 M crashes
@@ -237,7 +236,7 @@ def rollup_day(backend, day, cutoff, corrector, stamp, signature_counts, admissi
     signature_counts.drop_live(day.strftime("%Y-%m-%d"))
     found = corrector.take_found()
     if found:  # the deriver's cells still wrong: it sets right those its counted facts agree on
-        repair = counter_deriver.rederive_day(backend, day.date(), admission.admitted, found, corrector.past_retention)
+        repair = counter_deriver.rederive_day(backend, day.date(), admission.admitted, found, corrector.detail_gone)
         corrector.report["derived_repaired"] = (corrector.report.get("derived_repaired", 0) + repair["repaired"]
                                                 + repair["coarse"])
 

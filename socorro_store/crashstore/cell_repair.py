@@ -84,6 +84,22 @@ def coarser(key):
     return []
 
 
+def read_cells(backend, keys):
+    """``{(table, row, column): int}`` of the counter cells ``keys``, read by name (0: no cell),
+    one read per table."""
+    wanted = {}
+    for table, row, column in keys:
+        wanted.setdefault(table, {}).setdefault(row, []).append(column)
+    out = {}
+    for table, columns_by_row in wanted.items():
+        found = backend.get_rows_columns(table, columns_by_row)
+        for row, columns in columns_by_row.items():
+            for column in columns:
+                raw = found.get(row, {}).get(column)
+                out[(table, row, column)] = K.decode_counter(raw) if raw is not None and len(raw) == 8 else 0
+    return out
+
+
 def _days_of(month):
     return [month + timedelta(days=i) for i in range(calendar.monthrange(month.year, month.month)[1])]
 

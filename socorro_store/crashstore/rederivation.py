@@ -75,13 +75,13 @@ class Rederivation:
         agreed = {key: n for key, n in counted.totals().items() if found[key] == n}
         if not agreed:
             return 0, 0
-        current = self._read_cells(agreed)
+        current = cell_repair.read_cells(self.backend, agreed)
         new = {key: n for key, n in agreed.items() if current[key] != n}
         plan = [(coarse, finer) for key in new for coarse, finer in cell_repair.coarser(key)
                 if not any(detail_gone(*cell) for cell in [coarse, *finer])]
         coarse_values = {}
         if plan:
-            read = self._read_cells({cell for coarse, finer in plan for cell in [coarse, *finer]})
+            read = cell_repair.read_cells(self.backend, {cell for coarse, finer in plan for cell in [coarse, *finer]})
             values = {**read, **new}
             for coarse, finer in plan:  # a month before its year: the year sums its months as set
                 values[coarse] = sum(values[cell] for cell in finer)
@@ -106,20 +106,6 @@ class Rederivation:
         self._journaled = True
         self._apply_journaled(cells, [], [])
         return len(new), len(coarse_values)
-
-    def _read_cells(self, keys):
-        """``{(table, row, column): int}`` of ``keys``, read by name (0: no cell)."""
-        wanted = {}
-        for table, row, column in keys:
-            wanted.setdefault(table, {}).setdefault(row, []).append(column)
-        out = {}
-        for table, columns_by_row in wanted.items():
-            found = self.backend.get_rows_columns(table, columns_by_row)
-            for row, columns in columns_by_row.items():
-                for column in columns:
-                    raw = found.get(row, {}).get(column)
-                    out[(table, row, column)] = K.decode_counter(raw) if raw is not None and len(raw) == 8 else 0
-        return out
 
     def rederive_queues(self, timeout=60.0):
         """Set the queue sizes (``deletes_X``, so that ``inserts_X - deletes_X`` is the size) to

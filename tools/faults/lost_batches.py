@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from socorro_store import open_store  # noqa: E402
 from socorro_store.backends import RowMutation  # noqa: E402
 from socorro_store.crashstore import counter_deriver  # noqa: E402
+from socorro_store.crashstore.cell_repair import read_cells  # noqa: E402
 from socorro_store.crashstore.contributions import increments_of  # noqa: E402
 from socorro_store.jobs import rollup  # noqa: E402
 from socorro_store.schema import derived_keys as D  # noqa: E402
@@ -45,20 +46,6 @@ def counted_crashes(backend, day, n):
             if facts is not None and facts["t"][:10] == day.isoformat():
                 out.append((cid, facts))
     return out[:n]
-
-
-def read_cells(backend, keys):
-    wanted = {}
-    for table, row, column in keys:
-        wanted.setdefault(table, {}).setdefault(row, []).append(column)
-    out = {}
-    for table, columns_by_row in wanted.items():
-        found = backend.get_rows_columns(table, columns_by_row)
-        for row, columns in columns_by_row.items():
-            for column in columns:
-                raw = found.get(row, {}).get(column)
-                out[(table, row, column)] = K.decode_counter(raw) if raw else 0
-    return out
 
 
 def lose(backend, crashes, amount):

@@ -11,7 +11,7 @@ cells a roll-up found differing from its recount:
   the day's crashes under, read under its lease, sum to that same value: the crash rows and the
   deriver's own view then agree, and only the cell is wrong;
 * **a month's and a year's cell** of a day cell so set is set to the sum of its finer cells
-  (the month's days, the year's months), when every one of them is within retention.
+  (the month's days, the year's months), when ``expire`` may have deleted none of them.
 
 The deriver's view of a day (:class:`CountedDay`) is what its counted facts add to each cell,
 an hour's and the day's unique signatures are the distinct signatures they count, and a hang

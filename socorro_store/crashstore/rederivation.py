@@ -15,6 +15,9 @@ from .contributions import capped, facts_of, waiting_in
 from .counters import QUEUE_SUFFIXES, coalesce, read_counters, slack_increments
 from .cut_over import ROW_COLUMNS
 
+#: records read to find the crashes of a repaired day still waiting: more waiting, no repair
+WAITING_READ = 10_000
+
 
 class Rederivation:
     """``rederive_day`` and ``rederive_queues`` of a :class:`~.counter_deriver.CounterDeriver`."""
@@ -53,10 +56,10 @@ class Rederivation:
                         if len(page) < self.batch:
                             break
                         start = page[-1][0] + b"\x00"
-            repaired, coarse = self._repair_cells(found, counted, detail_gone or (lambda *key: False))
+            repaired, coarse = self._repair_cells(day, found, counted, detail_gone or (lambda *key: False))
         return {"read": read, "repaired": repaired, "coarse": coarse}
 
-    def _repair_cells(self, found, counted, detail_gone):
+    def _repair_cells(self, day, found, counted, detail_gone):
         """Set the cells of ``found`` whose recount equals what ``counted`` (a
         :class:`~.cell_repair.CountedDay`) says the deriver counts them at, and the month and
         year cells above the day cells so set to the sums of their finer cells; through the
@@ -64,11 +67,14 @@ class Rederivation:
         unique count follows its signature cells (the deriver's rule)."""
         if not counted:
             return 0, 0
-        records, _resume, full = change_records.read_records(self.backend, K.COL_CHANGE_DERIVE, b"", self.batch)
+        # the saves go on while the job holds the lease: their records wait, mostly of today
+        records, _resume, full = change_records.read_records(self.backend, K.COL_CHANGE_DERIVE, b"", WAITING_READ)
         if full:
             return 0, 0  # derivation far behind: the next roll-up repairs
-        if records:
-            waiting = self.backend.get_rows(K.DERIVED, [D.counted_row(cid) for cid in records], columns=[D.COL_COUNTED])
+        id_days = {day.strftime("%y%m%d"), (day + timedelta(days=1)).strftime("%y%m%d")}
+        of_day = [cid for cid in records if cid[-6:] in id_days]  # an id is dated its day or the next
+        if of_day:
+            waiting = self.backend.get_rows(K.DERIVED, [D.counted_row(cid) for cid in of_day], columns=[D.COL_COUNTED])
             for cells in waiting.values():
                 counted.drop_waiting(D.decode_facts(cells.get(D.COL_COUNTED)))
         counted.add_pairs(self.backend)

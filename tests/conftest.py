@@ -108,5 +108,15 @@ def store(backend_url):
 
 
 @pytest.fixture
+def cut_over_store(backend_url):
+    """A crash store with every table created and its counters cut over to the deriver
+    (counted from no crash), with no search index, on each backend of ``backend_url``."""
+    with open_store(backend_url, search_url="none") as opened:
+        opened.create_tables()
+        assert opened.cut_over_counters()["crashes"] == 0
+        yield opened
+
+
+@pytest.fixture
 def embedded_url(tmp_path):
     return f"embedded://{tmp_path / 'store'}"

@@ -34,11 +34,8 @@ from socorro_store.schema import ranking_keys as RK
 from socorro_store.schema.stored import stored_legacy, stored_time
 
 @pytest.fixture
-def store(backend_url):
-    with open_store(backend_url, search_url="none") as s:
-        s.create_tables()
-        assert s.cut_over_counters()["crashes"] == 0
-        yield s
+def store(cut_over_store):
+    return cut_over_store
 
 
 def truth(backend):

@@ -10,7 +10,6 @@ import random
 import pytest
 from store_helpers import BASE_TIME, crash_id, processed, raw_crash
 
-from socorro_store import open_store
 from socorro_store.backends import Increment
 from socorro_store.crashstore import counter_deriver, counters
 from socorro_store.crashstore.dimensions import Dimensions
@@ -20,11 +19,8 @@ from test_derivation_deriver import derived, truth
 
 
 @pytest.fixture
-def store(backend_url):
-    with open_store(backend_url, search_url="none") as s:
-        s.create_tables()
-        s.cut_over_counters()
-        yield s
+def store(cut_over_store):
+    return cut_over_store
 
 
 def _deriver(store):

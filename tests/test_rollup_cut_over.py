@@ -14,7 +14,6 @@ import pytest
 
 from store_helpers import BASE_TIME, crash_id, processed, raw_crash
 
-from socorro_store import open_store
 from socorro_store.backends import RowMutation
 from socorro_store.crashstore import change_records, counter_deriver
 from socorro_store.crashstore.contributions import increments_of
@@ -29,11 +28,8 @@ UNTIL = (BASE_TIME.replace(day=1) + timedelta(days=32)).replace(day=2)  # the cr
 
 
 @pytest.fixture
-def store(backend_url):
-    with open_store(backend_url, search_url="none") as s:
-        s.create_tables()
-        assert s.cut_over_counters()["crashes"] == 0
-        yield s
+def store(cut_over_store):
+    return cut_over_store
 
 
 def _ingest(store, n=24):

@@ -12,11 +12,11 @@ from datetime import timedelta
 
 import pytest
 
+from faults import lost_batches
 from store_helpers import BASE_TIME, crash_id, processed, raw_crash
 
 from socorro_store.backends import RowMutation
 from socorro_store.crashstore import change_records, counter_deriver
-from socorro_store.crashstore.contributions import increments_of
 from socorro_store.jobs import rollup
 from socorro_store.schema import derived_keys as D
 from socorro_store.schema import dimension_keys as DK
@@ -130,16 +130,7 @@ def _lose(backend, crash, amount=-1):
     """Move every cell ``crash`` is counted in by ``amount``, as a deriver's batch lost (-1) or
     applied twice (+1) does, the unique counts of the intervals its signature leaves too."""
     facts = D.decode_facts(backend.get_row(K.DERIVED, D.counted_row(crash))[D.COL_COUNTED])
-    cells = {(inc.table, inc.row, inc.column): inc.amount * amount for inc in increments_of(facts)}
-    values = {key: _read(backend, key) for key in cells}
-    for (table, row, column), change in list(cells.items()):
-        interval = counter_deriver._interval_row(column) if table == K.SIGNATURES else None
-        if interval is not None and (values[(table, row, column)] + change > 0) != (values[(table, row, column)] > 0):
-            cells[(K.METRICS, interval, counter_deriver.UNIQUE_COLUMN)] = change
-    for (table, row, column), change in cells.items():
-        value = _read(backend, (table, row, column)) + change
-        backend.mutate_rows(table, [RowMutation(row, {column: K.encode_counter(value)} if value else {},
-                                                deletes=[] if value else [column])])
+    lost_batches.lose(backend, [(crash, facts)], amount)
 
 
 def _read(backend, key):

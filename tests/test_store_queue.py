@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from store_helpers import BASE_TIME, claim_history, crash_id, processed, queue_table_left, raw_crash
+from store_helpers import BASE_TIME, claim_history, counted_live, crash_id, processed, queue_table_left, raw_crash
 
 from socorro_store import BackendUnavailable, InvalidArgument, open_store
 from socorro_store.backends import RowMutation
@@ -88,6 +88,11 @@ def test_claims_are_exclusive_and_processing_removes_pointers(store):
         assert [c["processor"] for c in history] == ["p1", "p1", "p2"][i:i + 1]
     assert len({QK.claim_row_key(K.time_index_key(c, BASE_TIME)) for c in cids}) == 1
     store.save_processed_crashes([processed(c) for c in cids])
+    # out of the queue at once, whether its pointer went with the save or waits for the deriver
+    assert list(store.new_crashes(processor_id="p4")) == []
+    state = store.get_processing_state(cids[0])
+    assert state["queues"] == [] and state["claim"] is None
+    store.settle()
     assert queue_table_left(store.backend) == ([], True)  # pointers gone, their histories done
     assert store.queue_sizes()["standard"] == 0
 
@@ -174,26 +179,35 @@ def test_killed_processor_claims_return_after_lease(embedded_url):
         assert list(store.new_crashes(processor_id="survivor")) == cids[:5]
 
 
-def test_retried_save_processed_after_a_failed_queue_delete_leaves_no_pointer(embedded_url, monkeypatch):
-    """The crash row was written but the queue delete failed: the retry must still dequeue it."""
+@pytest.mark.parametrize("cut_over", [True, False], ids=["derived", "live"])
+def test_a_failed_queue_delete_is_redone_and_leaves_no_pointer(embedded_url, monkeypatch, cut_over):
+    """The crash row was written but the queue delete failed: it must still be dequeued.  Live,
+    the save's clean-up failed and the caller's retry dequeues; on a cut-over store the clean-up
+    is the deriver's, whose failed batch is applied again from its journal."""
     with open_store(embedded_url) as store:
         store.create_tables()
+        if not cut_over:
+            counted_live(store)
         cid = crash_id("a")
         store.save_raw_crash(raw_crash(cid), {}, cid)
         assert list(store.new_crashes(processor_id="p")) == [cid]
-        real = store.backend.mutate_rows
+        real = store.backend.mutate_tables
 
-        def failing(table, mutations, timestamp=None):
-            if table == K.UNPROCESSED_FLAG:
+        def failing(mutations, *args, **kwargs):
+            if mutations.get(K.UNPROCESSED_FLAG):
                 raise BackendUnavailable("injected: connection lost before the queue delete")
-            return real(table, mutations, timestamp)
+            return real(mutations, *args, **kwargs)
 
-        monkeypatch.setattr(store.backend, "mutate_rows", failing)
+        monkeypatch.setattr(store.backend, "mutate_tables", failing)
         with pytest.raises(BackendUnavailable):
             store.save_processed(processed(cid))
-        monkeypatch.setattr(store.backend, "mutate_rows", real)
+            store.settle()  # on a cut-over store the save succeeds and derivation fails
+        monkeypatch.setattr(store.backend, "mutate_tables", real)
         assert store.get_processing_state(cid)["processed"]
-        store.save_processed(processed(cid))  # the caller's retry
+        assert list(store.new_crashes(processor_id="q")) == []  # its pointer is left, its crash skipped
+        if not cut_over:
+            store.save_processed(processed(cid))  # the caller's retry
+        store.settle()
         assert queue_table_left(store.backend) == ([], True)
         # The failed attempt sent its counters before the queue clean-up (issue 21, defect 10):
         # the size is exact without reconcile-queue, and reconcile-queue finds nothing to fix.
@@ -278,6 +292,7 @@ def test_a_crash_processed_after_the_scan_is_not_claimed_again(store):
     assert list(store.new_crashes(processor_id="fast")) == [cid]
     store.save_processed(processed(cid))
     assert queue.claim_groups(store.backend, "standard", [(slow, stale)]) == [(slow, [])]
+    store.settle()  # (on a cut-over store the deriver takes the pointer)
     assert queue_table_left(store.backend) == ([], True)  # its append landed on a done history
 
 
@@ -319,4 +334,5 @@ def test_saving_a_taken_crash_reads_no_crash_row(store, monkeypatch):
     before = read.count(K.CRASH_REPORTS)  # (the raw save checked whether the crash was stored)
     store.save_processed(processed(other))
     assert read.count(K.CRASH_REPORTS) - before == 1
+    store.settle()
     assert queue_table_left(store.backend) == ([], True)

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 import msgpack
 
+from ..schema.queue_keys import claim_cell
+
 
 def now_ms():
     return int(time.time() * 1000)
@@ -227,3 +229,12 @@ class HeldClaims:
     def __len__(self):
         with self._lock:
             return len(self._held)
+
+
+def by_claim_row(values):
+    """``{claim row: {claim column: value}}`` of ``{queue row: value}``."""
+    out = {}
+    for row, value in values.items():
+        claim_row, column = claim_cell(row)
+        out.setdefault(claim_row, {})[column] = value
+    return out

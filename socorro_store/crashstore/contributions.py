@@ -26,6 +26,7 @@ from ..schema import keys as K
 from ..schema.crash_facts import stored_process_type, stored_processing_error
 from ..schema.stored import stored_legacy, stored_processed, stored_time
 from . import counters
+from .dequeue import dequeue_mutations
 
 #: the crash-row columns :func:`facts_of` reads (small cells only: a raw crash counts here only
 #: when this store's collector wrote it, with ``flags:process_type``, so the annotations are not needed)
@@ -146,7 +147,7 @@ def queue_moves(was, now):
     was_raw, now_raw = bool(was and was["raw"] is not None), bool(now and now["raw"] is not None)
     was_in, now_in = "standard" in waiting_in(was), "standard" in waiting_in(now)
     entered = now_raw and (not was_raw or (now_in and not was_in))  # saved, or resubmitted after processing
-    left = (was_in or (now_raw and not was_raw)) and not now_in
+    left = _left_standard(was, now)
     if entered:
         count("inserts_unprocessed")
         count("inserts_unprocessed_legacy", now["raw"][0] == 0)
@@ -162,6 +163,42 @@ def queue_moves(was, now):
         count("deletes_unprocessed_priority")
         count("inserts_processed_priority", now is not None)
     return counters.queue_increments(**out)
+
+
+def _left_standard(was, now):
+    """Whether a crash counted under ``was``, now under ``now``, left the standard queue."""
+    now_raw = bool(now and now["raw"] is not None)
+    entered_now = now_raw and not (was and was["raw"] is not None)
+    return ("standard" in waiting_in(was) or entered_now) and "standard" not in waiting_in(now)
+
+
+def dequeued(was, now):
+    """How a crash counted under ``was``, now under ``now``, left the queues of this store's
+    collector, or None: ``(forget, submitted, legacy_processing)``.  Processed (``forget``
+    False): on a cut-over store the deriver takes its queue pointers and ends its claim
+    histories (:func:`~.queue.dequeue_mutations`).  Deleted (True): the deletion took them
+    already, and the deriver takes them again with its claim cells, in case a batch it applied
+    after the deletion wrote them back."""
+    if now is None:
+        if was is None or was["raw"] is None:
+            return None
+        return True, datetime.fromisoformat(was["t"]), was["raw"][0]
+    if now["proc"] is None or not _left_standard(was, now):
+        return None
+    raw = now["raw"] if now["raw"] is not None else was["raw"]
+    return False, datetime.fromisoformat(now["t"]), raw[0]
+
+
+def dequeue_moves(exits):
+    """``[(table, row, puts or None, columns deleted or None)]`` (as :func:`pointer_moves`) of
+    the queue rows of crashes that left the queues, ``exits`` ``{forget: [(crash id, submitted,
+    legacy_processing)]}`` (:func:`dequeued`)."""
+    out = []
+    for forget, crashes in exits.items():
+        if crashes:
+            for table, mutations in dequeue_mutations(crashes, forget).items():
+                out += [(table, m.row, m.puts or None, list(m.deletes) or None) for m in mutations]
+    return out
 
 
 def pointers_of(crash_id, facts):

@@ -53,7 +53,7 @@ from ..schema import derived_keys as D
 from ..schema import dimension_keys as DK
 from ..schema import keys as K
 from . import change_records
-from .contributions import capped, facts_of, increments_of, pointer_moves, queue_moves, registry_questions
+from .contributions import capped, dequeue_moves, dequeued, facts_of, increments_of, pointer_moves, queue_moves, registry_questions
 from .counters import UNIQUE_SIGNATURES, coalesce, slack_increments
 from .cut_over import ROW_COLUMNS, enabled
 from .dimensions import Dimensions
@@ -313,7 +313,7 @@ class CounterDeriver(Rederivation):
         facts = {crash_id: facts_of(cells) if cells is not None else None for crash_id, (cells, _keys) in ready.items()}
         if self.admit_many is not None:
             self.admit_many(registry_questions(facts.values()))
-        changes, changed, pointers, retired = [], [], [], []
+        changes, changed, pointers, retired, exits = [], [], [], [], {False: [], True: []}
         for crash_id in ready:
             was = D.decode_facts(counted.get(D.counted_row(crash_id), {}).get(D.COL_COUNTED))
             now = capped(facts[crash_id], self.admitted)
@@ -326,6 +326,10 @@ class CounterDeriver(Rederivation):
             changes += increments_of(now) + increments_of(was, -1)
             changed.append((crash_id, was, now))
             pointers += pointer_moves(crash_id, was, now)
+            left = dequeued(was, now)
+            if left is not None:
+                exits[left[0]].append((crash_id, *left[1:]))
+        pointers += dequeue_moves(exits)
         pairs, hang_rows = derive_hang_pairs(self.backend, changed, {cid: cells for cid, (cells, _k) in ready.items()})
         changes += pairs
         pointers += hang_rows

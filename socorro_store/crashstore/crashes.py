@@ -45,7 +45,7 @@ from .hang_pairs import pair_time
 from .listings import crashes_by_signature, crashes_submitted  # noqa: F401 - the listings, re-exported
 from .processed_saves import write_processed  # noqa: F401 - the save path of processed crashes
 from .queue import lease_of, read_claims, read_dead_letter_cells
-from .states import COL_DEAD_LETTERED, read_states
+from .states import COL_DEAD_LETTERED, out_of_queue, read_states
 
 #: Socorro's default ``forbidden_keys``: removed by get_processed (dotted paths reach inside).
 DEFAULT_FORBIDDEN_KEYS = (
@@ -483,14 +483,17 @@ def get_processing_state(backend, crash_id):
     histories, rows = read_claims(backend, claim_rows, queue_cells=True,
                                   other_rows=[dead_letter_key(crash_id)], other_columns=[COL_DEAD_LETTER])
     queues = []
-    if any(rows.get(form, {}).get(K.COL_OOID) for form in forms):
+    gone = out_of_queue(state)  # its pointers may wait for the deriver: the queues skip it
+    if not gone and any(rows.get(form, {}).get(K.COL_OOID) for form in forms):
         queues.append("standard")
     if state["priority"] and rows.get(claim_rows[0], {}).get(K.COL_OOID):
         queues.append("priority")
-    if backend.get_rows(K.LEGACY_UNPROCESSED_FLAG, forms, columns=[K.COL_OOID]):
+    if not gone and backend.get_rows(K.LEGACY_UNPROCESSED_FLAG, forms, columns=[K.COL_OOID]):
         queues.append("legacy")
     claim, attempts = None, 0
     for row in claim_rows:  # the priority row's claim first: that queue hands the crash out
+        if gone and row in forms:
+            continue  # processed: the claim that saved it is over
         history = histories[row]
         lease = lease_of(history)
         if lease.owner is not None:

@@ -93,10 +93,9 @@ in a retry (the retry sees the flag Y, or the pointer taken); it is tallied in `
 from ..backends import RowMutation
 from ..errors import BackendError, BackendUnavailable, CrashDeleted
 from ..schema import keys as K
-from ..schema.queue_keys import dead_letter_key
-from ..schema.stored import time_index_key_forms
 from . import change_records, counters
-from .queue import claims_done_mutations, put_if_crash_exists
+from .dequeue import claims_done_mutations, dequeue_mutations
+from .queue import put_if_crash_exists
 from .states import COL_DEAD_LETTERED, queue_pointer_forms, read_states, socorro_takes_legacy
 
 FLAG_UNPROCESSED = b"N"
@@ -150,14 +149,16 @@ class Plan:
         self.claims_done = []
         legacy = state["legacy"] == 0
         dimension_cells = {**state.get("raw_dimensions", {}), **crash.puts}  # processed values win
+        own_form, others = queue_pointer_forms(crash.crash_id, submitted, state.get("own_pointers"))
         # The queue pointers go every time, not only on first processing: deletes are idempotent,
         # and a retry after a save whose clean-up failed must not leave the crash queued forever.
-        own_form, others = queue_pointer_forms(crash.crash_id, submitted, state.get("own_pointers"))
-        for form in time_index_key_forms(crash.crash_id, submitted):  # Socorro's 19-char keys too
-            self.cleanup[K.UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
-            self.claims_done.append(form)
-            if legacy:
-                self.cleanup[K.LEGACY_UNPROCESSED_FLAG].append(RowMutation(form, delete_row=True))
+        # Except the first processing of a crash this store's collector queued, on a cut-over
+        # store: the deriver dequeues it when it derives the processing (its claim stays live
+        # until then, and a take skips a processed crash).  Not beside Socorro's processors
+        # (they would take its legacy pointer meanwhile), nor with a priority request served.
+        self.dequeue = (crash.crash_id, submitted, state["legacy"])
+        if derived and own_form is not None and not state["processed"] and not state["priority"] and not socorro_beside:
+            self.dequeue = None
         if not derived:  # (the deriver moves a cut-over store's queue counters: the clean-up takes them)
             for form in others:  # a pointer another writer may take: taken by its own check
                 self.takes[K.UNPROCESSED_FLAG].append(form)
@@ -165,8 +166,6 @@ class Plan:
                 self.takes[K.LEGACY_UNPROCESSED_FLAG] += others
                 if own_form is not None and socorro_beside:  # Socorro's processors take ours too
                     self.takes[K.LEGACY_UNPROCESSED_FLAG].append(own_form)
-        # Whatever the state said: a dead-lettering may have happened since it was read.
-        self.cleanup[K.UNPROCESSED_FLAG].append(RowMutation(dead_letter_key(crash.crash_id), delete_row=True))
         # On a cut-over store nothing counts on a transition (the deriver counts from the row):
         # the Y and the stamp go with the row's other cells, with no check of their own.
         if not derived and not state["processed"]:
@@ -265,6 +264,10 @@ def _write_processed(backend, crashes, live_counters, known):
     if failed is None and plans:
         cleanup = {table: [m for p in plans for m in p.cleanup[table]] for table in plans[0].cleanup}
         cleanup[K.UNPROCESSED_FLAG] += claims_done_mutations([row for p in plans for row in p.claims_done])
+        # whatever the state said (a dead-lettering may have happened since it was read), the
+        # dead-letter mark goes with the pointers
+        for table, mutations in dequeue_mutations([p.dequeue for p in plans if p.dequeue]).items():
+            cleanup[table] += mutations
         # the queue pointers go once the processed crash is stored; the counters are already
         # decided, so they go beside the clean-up, and its failure cannot lose them
         calls.append(lambda: backend.mutate_tables(cleanup))

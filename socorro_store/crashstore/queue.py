@@ -84,6 +84,7 @@ from .group_commit import GroupCommit
 from .claims import (  # noqa: F401 - the claim vocabulary, re-exported for callers of the queue
     Held,
     HeldClaims,
+    by_claim_row,
     decode_claims,
     encode_claim,
     encode_done,
@@ -100,7 +101,7 @@ from .queue_scans import (  # noqa: F401 - re-exported: how the queue is read
     queue_rows,
     readable_rows,
 )
-from .states import STATE_COLUMNS, crash_state
+from .states import STATE_COLUMNS, crash_state, out_of_queue
 
 #: queue name -> (table, row prefix before the salt)
 QUEUES = {
@@ -420,6 +421,8 @@ def candidates(backend, queue, page_size, demand=None):
                     continue  # a stale request: scrutiny's orphan
             elif state["priority"]:
                 continue  # requested again: the priority queue hands it out (and dequeues it here)
+            elif out_of_queue(state):
+                continue  # processed, its pointer left to the deriver
             yield row, crash_id, state
 
 
@@ -465,22 +468,6 @@ def read_claims(backend, rows, queue_cells=False, other_rows=(), other_columns=(
     found = backend.get_rows(UNPROCESSED_FLAG, sorted(wanted), columns=sorted(columns))
     return ({row: decode_claims(found.get(claim_row, {}).get(column)) for row, (claim_row, column) in cells_of.items()},
             found)
-
-
-def by_claim_row(values):
-    """``{claim row: {claim column: value}}`` of ``{queue row: value}``."""
-    out = {}
-    for row, value in values.items():
-        claim_row, column = claim_cell(row)
-        out.setdefault(claim_row, {})[column] = value
-    return out
-
-
-def claims_done_mutations(queue_rows):
-    """Puts that end the claim histories of ``queue_rows`` (one mutation per claim row): written
-    with the processed crash's queue deletes, in the same call."""
-    done = encode_done(now_ms())
-    return [RowMutation(claim_row, puts) for claim_row, puts in by_claim_row(dict.fromkeys(queue_rows, done)).items()]
 
 
 def append_claims(backend, records):

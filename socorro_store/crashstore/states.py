@@ -46,6 +46,14 @@ def crash_state(cells, crash_id):
     }
 
 
+def out_of_queue(state):
+    """Whether a crash whose standard or legacy pointer is still there is out of those queues
+    all the same: processed, and queued by this store's collector, whose first processing on a
+    cut-over store leaves the pointer to the deriver (:mod:`.dequeue`).  A take skips it, and
+    :func:`~.crashes.get_processing_state` lists it in neither queue, with no claim."""
+    return state["processed"] and state["own_pointers"]
+
+
 def queue_pointer_forms(crash_id, submitted, own_pointers):
     """``(own form or None, [other forms])`` of a crash's queue pointer keys.
 

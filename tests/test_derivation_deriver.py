@@ -126,6 +126,25 @@ def pointers(backend):
             for table in DERIVED_INDEXES for row, cells in backend.scan(table)}
 
 
+QUEUE_TABLES = (K.UNPROCESSED_FLAG, K.LEGACY_UNPROCESSED_FLAG)
+
+
+def queue_pointers(backend):
+    """``{(table, row)}`` of the queue pointers of crashes whose crash row exists (a save killed
+    between its pointers and its row leaves an orphan: ``verify-indexes``' to delete)."""
+    stored = {(table, row, cells[K.COL_OOID]) for table in QUEUE_TABLES for row, cells in backend.scan(table, columns=[b"ids"])
+              if cells.get(K.COL_OOID)}
+    rows = backend.get_rows(K.CRASH_REPORTS, sorted({K.crash_row_key(cid.decode()) for _t, _r, cid in stored}),
+                            columns=[K.COL_OOID])
+    return {(table, row) for table, row, cid in stored if K.crash_row_key(cid.decode()) in rows}
+
+
+def queue_pointers_truth(backend):
+    """``{(table, row)}`` of the queue pointers the crash rows imply (unprocessed crashes only)."""
+    return {(table, row) for _row, cells in backend.scan(K.CRASH_REPORTS) if K.COL_OOID in cells
+            for table in QUEUE_TABLES for (row, _column) in expected_pointers(cells[K.COL_OOID].decode(), cells).get(table, {})}
+
+
 def _ingest(store, n, rng, signatures=("A", "B", "C"), products=("Firefox", "Fennec")):
     ids, tag = [], rng.randrange(10**9)
     for i in range(n):
@@ -416,6 +435,8 @@ def test_a_writer_killed_mid_ingest_leaves_every_counter_exact(backend_url):
         assert deriver.catch_up(timeout=60)
         assert derived(store.backend) == truth(store.backend) != {}
         assert pointers(store.backend) == pointers_truth(store.backend) != {}
+        # the queue pointers the saves left to the deriver are gone, and only those
+        assert queue_pointers(store.backend) == queue_pointers_truth(store.backend)
 
 
 _SAVER = textwrap.dedent("""

@@ -209,6 +209,12 @@ class HeldClaims:
                     self._done.popitem(last=False)
             return popped
 
+    def saved_lately(self, claim_row):
+        """Whether a crash was saved lately from ``claim_row`` (through this store): a scan may
+        still find its pointer (a cut-over store's deriver takes it), and need not read it."""
+        with self._lock:
+            return claim_row in self._done
+
     def saving_failed(self, claims):
         with self._lock:
             for held in claims:

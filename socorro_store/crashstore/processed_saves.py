@@ -34,9 +34,13 @@ On a cut-over store (:mod:`.counter_deriver`) no count is the save's, the queue 
 included: it writes a change record, and the deriver moves the crash from what it was counted
 under to what its row holds.  So none of the checks above is made but the priority request's
 (which keeps a request made since from being erased): the first processing's ``Y``, the new
-signature and error go with the row's other cells, the queue pointers go with the clean-up,
-and there is no first-seen detection.  The deriver writes its signature pointer too (and
-deletes the stale one).
+signature and error go with the row's other cells, and there is no first-seen detection.  The
+deriver writes its signature pointer too (and deletes the stale one), and takes the queue
+pointers of a crash this store's collector queued (:mod:`.dequeue`): that first processing
+sends no clean-up at all.  Its claim stays live until then, a take skips a processed crash
+(:func:`~.states.out_of_queue`), and the store's takes pass over the pointers of its own recent
+saves unread.  Beside Socorro's processors (which would take the legacy pointer meanwhile), for
+a served priority request and for any other crash, the clean-up stays the save's.
 
 A save that loses a check counted nothing for it: another save of the same crash did.  (Two
 processors that give one crash different signatures leave it counted under the first one to
@@ -78,8 +82,9 @@ Write order, each step one round trip on the critical path (its calls go out at 
 So a first processing of a crash this store collected costs, per group, four round trips on
 Thrift1 (three where the check-and-put is atomic: step 3 has nothing to send), and two
 check-and-puts per crash (one); beside Socorro's code, one more for a legacy crash.  On a
-cut-over store, three round trips and one check-and-put per crash on every backend (the row's
-existence check; step 3 sends only a served priority request's).
+cut-over store, two round trips (the change records, the crash rows) and one check-and-put per
+crash on every backend (the row's existence check; step 3 sends only a served priority
+request's, step 4 nothing but the clean-up the deriver does not do).
 
 Upgrading: a save by an older version of this library takes our-form pointers by their own
 check, which a save by this version no longer empties; with both versions processing one

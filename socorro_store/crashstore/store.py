@@ -96,7 +96,8 @@ class CrashStore:
         #: one pass per queue shared by this store's ``new_crashes()`` iterators: concurrent
         #: takers are claimed for together (:class:`~.queue.QueuePass`)
         self.queue_passes = {name: QueuePass(backend, name, rescan_seconds=queue_rescan_seconds,
-                                             settle_counters=lambda: self.live_counters.settle(derived=False))
+                                             settle_counters=lambda: self.live_counters.settle(derived=False),
+                                             held=self.held_claims)
                              for name in QUEUES}
         limits = {"max_items": group_max_crashes, "max_bytes": group_max_bytes}
         self.raw_groups = GroupLanes(

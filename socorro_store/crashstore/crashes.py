@@ -502,6 +502,8 @@ def get_processing_state(backend, crash_id):
             attempts = lease.attempts
             break
     dead = read_dead_letter_cells(rows.get(dead_letter_key(crash_id), {}))
+    if gone and dead is not None and dead.get("queue") != "priority":
+        dead = None  # processed since: no dead letter, whether or not its mark is gone yet
     return {
         "crash_id": crash_id,
         "processed": state["processed"],

@@ -16,10 +16,12 @@ A deleted crash fails the check too (no stub row, marks taken back).
 import msgpack
 
 from ..backends.base import RowMutation
-from ..schema.keys import COL_OOID, COL_PROCESSED, CRASH_REPORTS, UNPROCESSED_FLAG, crash_id_from_row_key, crash_row_key
+from ..errors import InvalidArgument
+from ..schema.keys import (COL_OOID, COL_PROCESSED, COL_SUBMITTED, CRASH_REPORTS, UNPROCESSED_FLAG,
+                           crash_id_from_row_key, crash_row_key)
 from ..schema.queue_keys import COL_DEAD, COL_DEAD_LETTER, DEAD_LETTER_PREFIX, dead_letter_key, parse_dead_letter_key
 from .claims import now_ms
-from .states import COL_DEAD_LETTERED
+from .states import COL_DEAD_LETTERED, STATE_COLUMNS, crash_state, out_of_queue
 
 def dead_letter(backend, queue, dead, cleanup=()):
     """Stop handing out ``[(claim row, crash id, attempts[, processed flag as read])]``: mark their
@@ -81,8 +83,10 @@ def put_if_crash_exists(backend, mutations):
 
 def dead_lettered_crashes(backend, limit=None):
     """The dead-lettered crashes, ``[{"crash_id", "attempts", "queue", "dead_lettered_at"}]`` in
-    crash id order (one scan of the ``~dead/`` rows, bounded by the dead letters; ``limit`` caps
-    the list).  ``dead_lettered_at`` is in ms since the epoch."""
+    crash id order (one scan of the ``~dead/`` rows, bounded by the dead letters, and one read of
+    their crash rows; ``limit`` caps the rows scanned).  ``dead_lettered_at`` is in ms since the
+    epoch.  A crash of the standard or legacy queue processed since (a late save; its mark is
+    left to a cut-over store's deriver, :mod:`.dequeue`) is no dead letter, and is not listed."""
     out = []
     for row, cells in backend.scan(UNPROCESSED_FLAG, prefix=DEAD_LETTER_PREFIX, columns=[COL_DEAD_LETTER],
                                    limit=limit):
@@ -90,7 +94,18 @@ def dead_lettered_crashes(backend, limit=None):
         if record is not None:
             out.append({"crash_id": parse_dead_letter_key(row), "attempts": record.get("attempts"),
                         "queue": record.get("queue"), "dead_lettered_at": record.get("at")})
-    return out
+    if not out:
+        return out
+    rows = backend.get_rows(CRASH_REPORTS, [crash_row_key(d["crash_id"]) for d in out], columns=STATE_COLUMNS)
+    return [d for d in out if d["queue"] == "priority"
+            or not _processed_since(rows.get(crash_row_key(d["crash_id"])), d["crash_id"])]
+
+
+def _processed_since(cells, crash_id):
+    try:
+        return bool(cells) and COL_SUBMITTED in cells and out_of_queue(crash_state(cells, crash_id))
+    except InvalidArgument:  # an unreadable crash row: listed, for an operator to look at
+        return False
 
 
 def read_dead_letter_cells(cells):

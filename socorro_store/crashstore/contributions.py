@@ -176,7 +176,7 @@ def dequeued(was, now):
     """How a crash counted under ``was``, now under ``now``, left the queues of this store's
     collector, or None: ``(forget, submitted, legacy_processing)``.  Processed (``forget``
     False): on a cut-over store the deriver takes its queue pointers and ends its claim
-    histories (:func:`~.queue.dequeue_mutations`).  Deleted (True): the deletion took them
+    histories (:func:`~.dequeue.dequeue_mutations`).  Deleted (True): the deletion took them
     already, and the deriver takes them again with its claim cells, in case a batch it applied
     after the deletion wrote them back."""
     if now is None:

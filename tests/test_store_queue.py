@@ -336,3 +336,18 @@ def test_saving_a_taken_crash_reads_no_crash_row(store, monkeypatch):
     assert read.count(K.CRASH_REPORTS) - before == 1
     store.settle()
     assert queue_table_left(store.backend) == ([], True)
+
+
+def test_a_take_passes_over_the_crashes_its_store_holds_unread(store, monkeypatch):
+    """Crashes this store holds (another of its iterators took them) are at the head of the
+    queue: a later take of the store skips their pointers without reading their claims or
+    crash rows, which would only say they are held."""
+    ids = [crash_id(s) for s in "0123ab"]
+    store.save_raw_crashes([(raw_crash(c, BASE_TIME + timedelta(seconds=i)), {}, c) for i, c in enumerate(ids)])
+    assert list(store.new_crashes(limit=3, processor_id="p")) == ids[:3]  # held, unsaved
+    read, real = [], store.backend.get_rows
+    monkeypatch.setattr(store.backend, "get_rows", lambda table, rows, *a, **k: read.append((table, list(rows)))
+                        or real(table, rows, *a, **k))
+    assert list(store.new_crashes(processor_id="q")) == ids[3:]
+    crash_rows = {row for table, rows in read if table == K.CRASH_REPORTS for row in rows}
+    assert crash_rows == {K.crash_row_key(c) for c in ids[3:]}

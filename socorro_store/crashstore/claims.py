@@ -209,11 +209,15 @@ class HeldClaims:
                     self._done.popitem(last=False)
             return popped
 
-    def saved_lately(self, claim_row):
-        """Whether a crash was saved lately from ``claim_row`` (through this store): a scan may
-        still find its pointer (a cut-over store's deriver takes it), and need not read it."""
+    def busy_here(self, claim_row, crash_id):
+        """Whether this store holds the crash of queue row ``claim_row`` under a live lease, is
+        claiming it, or saved it lately (a cut-over store's deriver then takes its pointer): a
+        scan that finds its pointer need not read its claims or crash row, which say as much."""
+        at = now_ms()
         with self._lock:
-            return claim_row in self._done
+            held, taking = self._held.get(crash_id), self._taking.get(crash_id)
+            return (claim_row in self._done or (held is not None and held.expires > at)
+                    or (taking is not None and taking[1] > at))
 
     def saving_failed(self, claims):
         with self._lock:

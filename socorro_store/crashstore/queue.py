@@ -256,7 +256,7 @@ class QueuePass:
     def __init__(self, backend, queue, page_size=DEFAULT_PAGE_SIZE, rescan_seconds=DEFAULT_RESCAN_SECONDS,
                  settle_counters=None, held=None):
         self.backend, self.queue, self.page_size = backend, queue, page_size
-        self.held = held  # the store's HeldClaims: the pointers of its recent saves are skipped unread
+        self.held = held  # the store's HeldClaims: the pointers of its crashes in flight are skipped unread
         #: lets an empty poll end on one read of the queue counters (:class:`EmptyPollGate`)
         self.empty_polls = EmptyPollGate(backend, queue, rescan_seconds, settle_counters)
         self._candidates = None
@@ -332,7 +332,7 @@ class QueuePass:
                 self.empty_polls.note_scan()
                 self._began = time.monotonic()
                 self._candidates = candidates(self.backend, self.queue, self.page_size, self._demand,
-                                              skip=None if self.held is None else self.held.saved_lately)
+                                              skip=None if self.held is None else self.held.busy_here)
             try:
                 item = next(self._candidates, None)
             except BaseException:
@@ -396,14 +396,14 @@ def candidates(backend, queue, page_size, demand=None, skip=None):
     Pointers are checked (claims, then crash rows) a batch at a time: of ``page_size``, or with
     ``demand`` (how many crashes the takers still want) of twice that, each batch at least twice
     the one before: a ``limit=1`` take reads two, and a held head is passed in a few reads.
-    A pointer whose row ``skip(row)`` names (a crash saved lately, its pointer left to the
-    deriver) is passed over unread.
+    A pointer for which ``skip(row, crash id)`` is true (a crash this store holds, claims or
+    saved lately: :meth:`~.claims.HeldClaims.busy_here`) is passed over unread.
     """
     table, prefix = queue_table(queue)
     rows = queue_rows(backend, table, prefix, columns=_SCAN_COLUMNS, page_size=page_size)
     pointers = ((row, cells[COL_OOID]) for row, cells in rows
                 if cells.get(COL_OOID) and not cells.get(COL_DEAD)  # no ooid: half-deleted, repair's job
-                and not (skip is not None and skip(row)))
+                and not (skip is not None and skip(row, cells[COL_OOID].decode("ascii", "replace"))))
     size = page_size if demand is None else _growing(page_size, demand)
     for batch in _batches(pointers, size):
         # the claims and the crash rows are read at once (one round trip instead of two); the

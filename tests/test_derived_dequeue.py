@@ -65,6 +65,7 @@ def test_a_crash_processed_by_another_process_is_skipped_after_its_claim_ended(s
         other.save_processed(processed(cid))
         assert queue_table_left(store.backend)[0]  # (no deriver has run)
         assert list(store.new_crashes(processor_id="q")) == []
+        assert queue_table_left(store.backend)[0] == []  # the take deleted the leftover pointer
         state = store.get_processing_state(cid)
         assert state["processed"] and state["queues"] == [] and state["claim"] is None
     store.settle()

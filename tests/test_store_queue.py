@@ -217,6 +217,35 @@ def test_a_failed_queue_delete_is_redone_and_leaves_no_pointer(embedded_url, mon
         assert list(store.new_crashes(processor_id="q", lease_seconds=0.001)) == []
 
 
+def test_a_processed_crash_s_leftover_pointer_goes_with_the_next_take_once_its_lease_ended(embedded_url, monkeypatch):
+    """A save whose clean-up failed and was never retried (its processor died) leaves the
+    crash's pointer: a take finds it free and the crash processed, and deletes it instead of
+    handing the crash out again."""
+    with open_store(embedded_url) as store:
+        store.create_tables()
+        counted_live(store)
+        cid = crash_id("c")
+        store.save_raw_crash(raw_crash(cid, legacy_processing=1), {}, cid)
+        assert list(store.new_crashes(processor_id="p", lease_seconds=0.05)) == [cid]
+        real = store.backend.mutate_tables
+
+        def failing(mutations, *args, **kwargs):
+            if mutations.get(K.UNPROCESSED_FLAG):
+                raise BackendUnavailable("injected: the processor died before its clean-up")
+            return real(mutations, *args, **kwargs)
+
+        monkeypatch.setattr(store.backend, "mutate_tables", failing)
+        with pytest.raises(BackendUnavailable):
+            store.save_processed(processed(cid))
+        monkeypatch.setattr(store.backend, "mutate_tables", real)
+        assert queue_table_left(store.backend)[0] == [K.time_index_key(cid, BASE_TIME)]
+        time.sleep(0.1)  # the lease ends
+        with open_store(embedded_url) as other:  # its first poll scans (live counters say empty)
+            assert list(other.new_crashes(processor_id="q")) == []
+        assert queue_table_left(store.backend)[0] == []
+        assert store.queue_sizes()["standard"] == 0
+
+
 def test_concurrent_priority_requests_queue_a_crash_once(embedded_url, monkeypatch):
     from socorro_store.crashstore import crashes as crash_module
 

@@ -410,6 +410,7 @@ def candidates(backend, queue, page_size, demand=None, skip=None):
         # rows of crashes found claimed are read for nothing, which costs bytes, not a call
         free, found = backend.overlap([lambda: unclaimed(backend, queue, batch),
                                        lambda: _crash_cells_by_id(backend, [raw_id for _row, raw_id in batch])])
+        ready, leftovers = [], []
         for row, raw_id in free:
             cells = found.get(raw_id)
             if cells is None:
@@ -427,8 +428,15 @@ def candidates(backend, queue, page_size, demand=None, skip=None):
             elif state["priority"]:
                 continue  # requested again: the priority queue hands it out (and dequeues it here)
             elif out_of_queue(state):
-                continue  # processed, its pointer left to the deriver
-            yield row, crash_id, state
+                # processed, and no lease is live: the clean-up that should have taken this
+                # pointer never came (a save that failed after its row, a deriver gone longer
+                # than a lease): the take does it, idempotent beside a late one
+                leftovers.append(RowMutation(row, delete_row=True))
+                continue
+            ready.append((row, crash_id, state))
+        if leftovers:
+            backend.mutate_rows(table, leftovers)
+        yield from ready
 
 
 def unclaimed(backend, queue, batch):

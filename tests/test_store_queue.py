@@ -179,6 +179,20 @@ def test_killed_processor_claims_return_after_lease(embedded_url):
         assert list(store.new_crashes(processor_id="survivor")) == cids[:5]
 
 
+def _fail_queue_writes(store, monkeypatch):
+    """Make every ``mutate_tables`` writing the standard queue table fail (a lost connection);
+    returns what restores it."""
+    real = store.backend.mutate_tables
+
+    def failing(mutations, *args, **kwargs):
+        if mutations.get(K.UNPROCESSED_FLAG):
+            raise BackendUnavailable("injected: connection lost before the queue delete")
+        return real(mutations, *args, **kwargs)
+
+    monkeypatch.setattr(store.backend, "mutate_tables", failing)
+    return lambda: monkeypatch.setattr(store.backend, "mutate_tables", real)
+
+
 @pytest.mark.parametrize("cut_over", [True, False], ids=["derived", "live"])
 def test_a_failed_queue_delete_is_redone_and_leaves_no_pointer(embedded_url, monkeypatch, cut_over):
     """The crash row was written but the queue delete failed: it must still be dequeued.  Live,
@@ -191,18 +205,11 @@ def test_a_failed_queue_delete_is_redone_and_leaves_no_pointer(embedded_url, mon
         cid = crash_id("a")
         store.save_raw_crash(raw_crash(cid), {}, cid)
         assert list(store.new_crashes(processor_id="p")) == [cid]
-        real = store.backend.mutate_tables
-
-        def failing(mutations, *args, **kwargs):
-            if mutations.get(K.UNPROCESSED_FLAG):
-                raise BackendUnavailable("injected: connection lost before the queue delete")
-            return real(mutations, *args, **kwargs)
-
-        monkeypatch.setattr(store.backend, "mutate_tables", failing)
+        restore = _fail_queue_writes(store, monkeypatch)
         with pytest.raises(BackendUnavailable):
             store.save_processed(processed(cid))
             store.settle()  # on a cut-over store the save succeeds and derivation fails
-        monkeypatch.setattr(store.backend, "mutate_tables", real)
+        restore()
         assert store.get_processing_state(cid)["processed"]
         assert list(store.new_crashes(processor_id="q")) == []  # its pointer is left, its crash skipped
         if not cut_over:
@@ -227,17 +234,10 @@ def test_a_processed_crash_s_leftover_pointer_goes_with_the_next_take_once_its_l
         cid = crash_id("c")
         store.save_raw_crash(raw_crash(cid, legacy_processing=1), {}, cid)
         assert list(store.new_crashes(processor_id="p", lease_seconds=0.05)) == [cid]
-        real = store.backend.mutate_tables
-
-        def failing(mutations, *args, **kwargs):
-            if mutations.get(K.UNPROCESSED_FLAG):
-                raise BackendUnavailable("injected: the processor died before its clean-up")
-            return real(mutations, *args, **kwargs)
-
-        monkeypatch.setattr(store.backend, "mutate_tables", failing)
+        restore = _fail_queue_writes(store, monkeypatch)
         with pytest.raises(BackendUnavailable):
-            store.save_processed(processed(cid))
-        monkeypatch.setattr(store.backend, "mutate_tables", real)
+            store.save_processed(processed(cid))  # the processor dies before its clean-up
+        restore()
         assert queue_table_left(store.backend)[0] == [K.time_index_key(cid, BASE_TIME)]
         time.sleep(0.1)  # the lease ends
         with open_store(embedded_url) as other:  # its first poll scans (live counters say empty)

@@ -28,6 +28,7 @@ from socorro_store.crashstore.contributions import stored_counts
 from socorro_store.crashstore.counters import coalesce
 from socorro_store.errors import InvalidArgument
 from socorro_store.jobs.scrutiny import expected_pointers
+from socorro_store.schema import dimension_keys as DK
 from socorro_store.schema import derived_keys as D
 from socorro_store.schema import keys as K
 from socorro_store.schema import ranking_keys as RK
@@ -48,7 +49,7 @@ def truth(backend):
     out = {(i.table, i.row, i.column): i.amount for i in coalesce(incs + _hang_pair_truth(backend))}
     unique = {}
     for (table, _row, column), n in out.items():
-        interval = counter_deriver._interval_row(column) if table == K.SIGNATURES else None
+        interval = DK.plain_signature_interval(column) if table == K.SIGNATURES else None
         if interval is not None and n > 0:
             unique[interval] = unique.get(interval, 0) + 1
     out.update({(K.METRICS, row, counter_deriver.UNIQUE_COLUMN): n for row, n in unique.items()})

@@ -166,21 +166,6 @@ def waiting(backend, limit=10_000):
 
 
 UNIQUE_COLUMN = K.counter_column(UNIQUE_SIGNATURES)
-_INTERVAL_PREFIXES = tuple(prefix.encode("ascii") for prefix in K.SIGNATURE_LEVELS.values())
-
-
-def _interval_row(column):
-    """The metrics row of a plain signature interval column (``counters:daily_2016-09-18`` ->
-    ``2016-09-18``), or None for a dimensioned one (unique signatures are counted plain)."""
-    if DK.SEPARATOR in column:
-        return None
-    qualifier = column.partition(b":")[2]
-    for prefix in _INTERVAL_PREFIXES:
-        if qualifier.startswith(prefix):
-            return qualifier[len(prefix):]
-    return None
-
-
 def foreign_writes(backend):
     """``{"count", "last", "at"}``: the counter cells found written beside the store's derivers
     (:meth:`CounterDeriver._note_foreign`), count 0 when none ever was."""
@@ -399,7 +384,7 @@ class CounterDeriver(Rederivation):
         that verifies: ``foreign`` then lists the known cells read at another value,
         ``[(table, row, column, known, read)]``: written by someone else."""
         unique = {(K.METRICS, row, UNIQUE_COLUMN) for inc in changes if inc.table == K.SIGNATURES
-                  for row in [_interval_row(inc.column)] if row is not None}
+                  for row in [DK.plain_signature_interval(inc.column)] if row is not None}
         keys = {(inc.table, inc.row, inc.column) for inc in changes} | unique
         known, verify = self._known.lookup(keys)
         to_read = keys if verify else keys - known.keys()
@@ -422,7 +407,7 @@ class CounterDeriver(Rederivation):
             key = (inc.table, inc.row, inc.column)
             was = current[key]
             values[key] = was + inc.amount
-            interval = _interval_row(inc.column) if inc.table == K.SIGNATURES else None
+            interval = DK.plain_signature_interval(inc.column) if inc.table == K.SIGNATURES else None
             moved = (values[key] > 0) - (was > 0)
             if interval is not None and moved:
                 cell = (K.METRICS, interval, UNIQUE_COLUMN)

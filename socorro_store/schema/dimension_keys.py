@@ -199,6 +199,21 @@ def parse_signature_column(column):
     raise InvalidArgument(f"not a signature counter column: {column!r}")
 
 
+_SIGNATURE_PREFIXES = tuple(FAMILY_COUNTERS + b":" + prefix.encode("ascii") for prefix in SIGNATURE_LEVELS.values())
+
+
+def plain_signature_interval(column):
+    """The metrics row of a plain signature interval column (``counters:daily_2016-09-18`` ->
+    ``b"2016-09-18"``); None for a dimensioned one or any other column.  A cheap prefix test,
+    for the deriver's every increment: :func:`parse_signature_column` validates."""
+    if SEPARATOR in column:
+        return None
+    for prefix in _SIGNATURE_PREFIXES:
+        if column.startswith(prefix):
+            return column[len(prefix):]
+    return None
+
+
 def registry_row(field, product=None):
     """The registry row of ``product`` names, ``os`` names, or the versions of ``product``."""
     if field == "version":

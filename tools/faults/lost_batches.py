@@ -31,6 +31,7 @@ from socorro_store.crashstore.cell_repair import read_cells  # noqa: E402
 from socorro_store.crashstore.contributions import increments_of  # noqa: E402
 from socorro_store.jobs import rollup  # noqa: E402
 from socorro_store.schema import derived_keys as D  # noqa: E402
+from socorro_store.schema import dimension_keys as DK  # noqa: E402
 from socorro_store.schema import keys as K  # noqa: E402
 from socorro_store.schema.specs import SALTS  # noqa: E402
 
@@ -63,7 +64,7 @@ def lose(backend, crashes, amount):
     change = {key: delta for key, delta in change.items() if before[key]}
     unique = {}
     for (table, row, column), delta in change.items():
-        interval = counter_deriver._interval_row(column) if table == K.SIGNATURES else None
+        interval = DK.plain_signature_interval(column) if table == K.SIGNATURES else None
         if interval is not None:
             moved = (before[(table, row, column)] + delta > 0) - (before[(table, row, column)] > 0)
             if moved:
@@ -98,7 +99,7 @@ def main():
         for _cid, facts in crashes:
             keys |= {(inc.table, inc.row, inc.column) for inc in increments_of(facts)}
         keys |= {(K.METRICS, row, counter_deriver.UNIQUE_COLUMN) for table, _row, column in list(keys)
-                 if table == K.SIGNATURES for row in [counter_deriver._interval_row(column)] if row is not None}
+                 if table == K.SIGNATURES for row in [DK.plain_signature_interval(column)] if row is not None}
         right = read_cells(backend, keys)
         # a month's (year's) value is the sum of its days' (months'): a store that already held
         # a wrong one (a lease defect's, say) is measured against that sum

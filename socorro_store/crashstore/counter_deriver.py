@@ -166,6 +166,8 @@ def waiting(backend, limit=10_000):
 
 
 UNIQUE_COLUMN = K.counter_column(UNIQUE_SIGNATURES)
+
+
 def foreign_writes(backend):
     """``{"count", "last", "at"}``: the counter cells found written beside the store's derivers
     (:meth:`CounterDeriver._note_foreign`), count 0 when none ever was."""

@@ -4,7 +4,7 @@
 the answer of one library call (:meth:`~socorro_store.crashstore.store.CrashStore.super_search`).
 The command line is an operator's tool with the store's own access (as ``crash raw`` and
 ``export`` are): protected fields can be searched, faceted and shown, as the library allows.
-``search fields``, ``search reindex`` and ``search status`` are subcommands; a query parameter
+``search fields``, ``search reindex``, ``search verify`` and ``search status`` are subcommands; a query parameter
 always holds ``=``, so it is never taken for one.
 """
 
@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from ..crashstore import search_verify
 from ..schema.labels import label
 from ..search.engines import ENV_VAR as SEARCH_ENV_VAR
 from ..search.fields import DEFAULT_COLUMNS, FIELDS
@@ -62,7 +63,7 @@ def _pairs(params, shorthands):
     for param in params:
         name, sep, value = param.partition("=")
         if not sep or not name:
-            hint = " (or a command: fields, reindex, status)" if not sep else ""
+            hint = " (or a command: fields, reindex, verify, status)" if not sep else ""
             raise click.UsageError(f"not a search parameter: {param!r}: give FIELD=VALUE{hint}")
         pairs.append((name, value))
     for option, parameter in SHORTHANDS.items():
@@ -199,7 +200,7 @@ def fields_command(ctx, search_url, as_json):
     emit_list(_field_rows(fields), "table", ["name", "type", "access", "description"], str)
 
 
-def _counter(as_json):
+def _counter(as_json, label):
     """``(progress(n), close)`` counting crashes on stderr as pages of ``n`` are done (the total is
     not known beforehand); nothing with ``--json`` or when stderr is not a terminal."""
     if as_json or not sys.stderr.isatty():
@@ -209,7 +210,7 @@ def _counter(as_json):
     def progress(n):
         if state["bar"] is None:
             # an iterable of no known length: click draws a bar of unknown length, with the count
-            state["bar"] = click.progressbar((_ for _ in ()), label="reindex", file=sys.stderr, show_pos=True)
+            state["bar"] = click.progressbar((_ for _ in ()), label=label, file=sys.stderr, show_pos=True)
         state["bar"].update(n)
 
     def close():
@@ -227,7 +228,7 @@ def _counter(as_json):
 @click.pass_context
 def reindex_command(ctx, search_url, since, until, as_json):
     """Rebuild the search index from the crash rows (idempotent), with a progress bar on stderr."""
-    progress, close = _counter(as_json)
+    progress, close = _counter(as_json, "reindex")
     with open_existing_store(ctx, search_url=search_url) as store:
         try:
             report = store.reindex_search(since=since, until=until, progress=progress)
@@ -238,6 +239,43 @@ def reindex_command(ctx, search_url, since, until, as_json):
         return
     days = f"{report['days']} day(s)" if since is not None else "every day"
     click.echo(f"indexed {report['indexed']} crash(es), removed {report['removed']} document(s); {days} read")
+
+
+@search_group.command("verify")
+@click.option("--since", default=None, metavar="D", help="Only crashes submitted from D on (YYYY-MM-DD, UTC).")
+@click.option("--until", default=None, metavar="D", help="Only crashes submitted before D (YYYY-MM-DD, UTC).")
+@click.option("--repair", is_flag=True, help="Index what is missing or stale; remove orphaned documents.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@search_url_option
+@click.pass_context
+def verify_command(ctx, search_url, since, until, repair, as_json):
+    """Compare the search index with the crash rows; --repair sets right what differs.
+
+    Each crash is MISSING (processed, no document), STALE (its document differs from its row),
+    ORPHANED (a document whose crash has no row) or PENDING (the feed has yet to index it: not a
+    problem).  Exit 0: nothing differs, or --repair set everything right; exit 1: differences
+    found (a check), or some left (a repair: a document the engine refused stays dead-lettered).
+    """
+    progress, close = _counter(as_json, "verify")
+    with open_existing_store(ctx, search_url=search_url) as store:
+        try:
+            report = store.verify_search(since=since, until=until, repair=repair, progress=progress)
+        finally:
+            close()
+    if as_json:
+        echo_json(report)
+    else:
+        days = f"{report['days']} day(s)" if report["days"] is not None else "every day"
+        click.echo(f"checked {report['checked']} crash row(s), {report['documents']} document(s); {days} read")
+        for kind in ("missing", "stale", "orphaned", "pending"):
+            examples = report["examples"].get(kind, [])
+            more = " …" if report[kind] > len(examples) else ""
+            click.echo(f"{kind:<9} {report[kind]}" + (f"  ({', '.join(examples)}{more})" if examples else ""))
+        if repair:
+            click.echo(f"repaired  {report['repaired']}" +
+                       (f"; {report['dead_lettered']} refused (dead-lettered)" if report["dead_lettered"] else ""))
+    if search_verify.problems_left(report, repair):
+        ctx.exit(1)
 
 
 @search_group.command("status")

@@ -20,6 +20,7 @@ from ..schema.timeparse import parse_day
 from ..search.engines import open_search_engine, shown_url
 from . import change_records
 from .search_feed import ROW_COLUMNS, SearchFeed, crash_document, dead_lettered, index_documents, pending_changes
+from .search_verify import verify_search
 
 log = logging.getLogger(__name__)
 
@@ -149,15 +150,8 @@ class StoreSearch:
         defaults to today inclusive; neither: every crash row), and remove the documents of
         crashes of those days no longer stored.  Idempotent; the feed goes on beside it.
         ``progress(n)`` is called with each page's number of crash rows."""
+        since, until = _days(since, until)
         engine = self.engine()
-        if since is None and until is not None:
-            raise InvalidArgument("--until needs --since")
-        since = parse_day(since, "since")[0].date() if since is not None else None
-        until = parse_day(until, "until")[0].date() if until is not None else None
-        if since is not None and until is None:
-            until = datetime.now(timezone.utc).date() + timedelta(days=1)
-        if since is not None and until <= since:
-            raise InvalidArgument("--until must be after --since")
         out = {"indexed": 0, "removed": 0, "days": 0}
         seen, still_dead = set(), set()
         for page in _crash_row_pages(self.backend, since, until):
@@ -177,7 +171,7 @@ class StoreSearch:
             out["indexed"] += len(documents)
             if progress is not None:
                 progress(len(page))
-        bounds = [None if d is None else datetime(d.year, d.month, d.day, tzinfo=timezone.utc) for d in (since, until)]
+        bounds = _bounds(since, until)
         revived = [RowMutation(C.FEED_DEAD_PREFIX + cid.encode("ascii"), delete_row=True)
                    for cid, _problem in dead_lettered(self.backend, limit=None) if cid in seen - still_dead]
         if revived:  # indexed at last
@@ -190,6 +184,18 @@ class StoreSearch:
             out["days"] = (until - since).days
         return out
 
+    def verify(self, since=None, until=None, repair=False, progress=None):
+        """Compare the search index with the crash rows of the crash-id days ``[since, until)``
+        (as :meth:`reindex` reads them), and its documents dated in those days with the rows
+        they name; ``repair``: set right what differs (:mod:`.search_verify`).  The feed goes on
+        beside it: what it has yet to index is reported as pending."""
+        since, until = _days(since, until)
+        engine = self.engine()
+        report = verify_search(self.backend, engine, _crash_row_pages(self.backend, since, until),
+                               _bounds(since, until), repair=repair, progress=progress)
+        report["days"] = (until - since).days if since is not None else None
+        return report
+
     def close(self):
         with self._lock:
             feed, engine, self._feed, self._engine = self._feed, self._engine, None, None
@@ -197,6 +203,25 @@ class StoreSearch:
             feed.close()
         if engine is not None:
             engine.close()
+
+
+def _days(since, until):
+    """``(since, until)`` dates of the crash-id days asked (``until`` defaults to today
+    inclusive; neither: None, None, every day).  InvalidArgument for a bad or empty range."""
+    if since is None and until is not None:
+        raise InvalidArgument("--until needs --since")
+    since = parse_day(since, "since")[0].date() if since is not None else None
+    until = parse_day(until, "until")[0].date() if until is not None else None
+    if since is not None and until is None:
+        until = datetime.now(timezone.utc).date() + timedelta(days=1)
+    if since is not None and until <= since:
+        raise InvalidArgument("--until must be after --since")
+    return since, until
+
+
+def _bounds(since, until):
+    """The documents' ``date`` range of the days ``[since, until)``: aware datetimes or None."""
+    return tuple(None if d is None else datetime(d.year, d.month, d.day, tzinfo=timezone.utc) for d in (since, until))
 
 
 def _gone(backend, crash_ids):

@@ -415,6 +415,11 @@ class CrashStore:
         """Rebuild the search index from the crash rows (see :meth:`StoreSearch.reindex`)."""
         return self.search.reindex(since, until, progress)
 
+    def verify_search(self, since=None, until=None, repair=False, progress=None):
+        """Compare the search index with the crash rows; ``repair`` sets right what differs (see
+        :meth:`StoreSearch.verify`)."""
+        return self.search.verify(since, until, repair, progress)
+
     def search_status(self):
         """The search engine, its documents, and the feed's lag (see :meth:`StoreSearch.status`)."""
         return self.search.status()

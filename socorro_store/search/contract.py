@@ -56,6 +56,8 @@ import abc
 from dataclasses import dataclass, field as dataclass_field
 from datetime import datetime
 
+from .fields import FIELDS
+
 #: operators whose conditions on one field are AND-ed (the others are OR-ed)
 RANGE_OPERATORS = (">", ">=", "<", "<=")
 #: every operator a condition may carry; ``match`` is "no operator"
@@ -205,6 +207,23 @@ class SearchEngine(abc.ABC):
         datetimes; None: unbounded), in any order: ``search reindex`` removes those whose crash
         is gone."""
         raise NotImplementedError
+
+    def documents(self, crash_ids):
+        """``{crash id: document as held}`` for those of ``crash_ids`` the engine holds, each with
+        every field it holds a value of (a field without one is left out, as
+        :func:`~.fields.document_of` leaves it out): ``search verify`` compares them with the
+        crash rows.  Asked :data:`MAX_RESULTS_NUMBER` ids a query, through :meth:`search`, so
+        every engine answers it alike."""
+        ids = sorted(set(crash_ids))
+        out = {}
+        for i in range(0, len(ids), MAX_RESULTS_NUMBER):
+            page = ids[i:i + MAX_RESULTS_NUMBER]
+            query = Query(filters=(FieldFilter("uuid", tuple(Condition("uuid", "=", cid) for cid in page)),),
+                          start=None, end=None, columns=tuple(FIELDS), results_number=len(page), facets_size=0,
+                          unredacted=True)
+            for hit in self.search(query)["hits"]:
+                out[hit["uuid"]] = {name: value for name, value in hit.items() if value is not None}
+        return out
 
     def stats(self):
         """``{"documents": N, "bytes": B}``: what the index holds and its size on disk (None

@@ -14,6 +14,7 @@ from fixtures_opensearch import engine_url, fresh_index
 from store_helpers import BASE_TIME, all_rows, crash_id, processed, raw_crash
 
 from socorro_store import open_store
+from socorro_store.crashstore import search_verify
 from socorro_store.errors import InvalidArgument, SearchNotConfigured
 from socorro_store.search.engines import open_search_engine
 
@@ -92,6 +93,28 @@ def test_a_repair_sets_right_what_differs_and_leaves_the_pending_to_the_feed(sto
     assert store.settle()
     assert _counts(store.verify_search()) == NONE
     assert engine.documents(kinds["pending"])[kinds["pending"][0]]["signature"] == "reprocessed"
+
+
+def test_a_document_the_engine_refuses_stays_a_problem_until_a_repair_indexes_it(store):
+    ids = _save(store, 3)
+    engine = store.search.feed().engine
+    real_index = engine.index
+
+    def refuse_one(documents):
+        if any(doc["uuid"] == ids[1] for doc in documents):
+            raise ValueError("this document cannot be indexed")
+        return real_index(documents)
+
+    engine.index = refuse_one
+    assert store.settle()
+    assert [d["crash_id"] for d in store.search_status()["dead_lettered"]] == [ids[1]]
+    refused = store.verify_search(repair=True)
+    assert refused["missing"] == 1 and refused["repaired"] == 0 and refused["dead_lettered"] == 1
+    assert search_verify.problems_left(refused, repair=True) == 1
+    engine.index = real_index  # fixed: the repair indexes it and takes it off the dead letters
+    fixed = store.verify_search(repair=True)
+    assert fixed["repaired"] == 1 and search_verify.problems_left(fixed, repair=True) == 0
+    assert store.search_status()["dead_lettered"] == [] and _counts(store.verify_search()) == NONE
 
 
 def test_a_day_range_reads_only_its_days(store):

@@ -15,13 +15,16 @@ days is checked to have a crash row.  A crash is:
 
 A crash that differs is looked at twice: once in its page, and again after the waiting records
 are read, so a save the feed indexed in between is not reported.  ``repair`` indexes the missing
-and stale documents from their rows and removes the others (one engine call a kind and page).
+and stale documents from their rows (taking any of them off the feed's dead letters) and removes
+the others.
 """
 
+from ..backends import RowMutation
 from ..errors import InvalidArgument
+from ..schema import change_keys as C
 from ..schema import keys as K
 from . import change_records
-from .search_feed import ROW_COLUMNS, crash_document, index_documents
+from .search_feed import ROW_COLUMNS, crash_document, dead_lettered, index_documents
 
 #: ids listed per kind in a report
 EXAMPLES = 10
@@ -87,6 +90,7 @@ def _second_look(backend, engine, differ, unseen, checked, held_count, repair):
         if want:
             indexed, dead = index_documents(backend, engine, [want[cid] for cid in sorted(want)])
             repaired += len(indexed)
+            _revive(backend, {doc["uuid"] for doc in indexed})
         gone = [cid for cid in kinds["orphaned"] + kinds["stale"] if cid not in want]
         if gone:
             engine.delete(gone)
@@ -95,6 +99,14 @@ def _second_look(backend, engine, differ, unseen, checked, held_count, repair):
            "repaired": repaired, "dead_lettered": len(dead),
            "examples": {kind: ids[:EXAMPLES] for kind, ids in kinds.items() if ids}}
     return out
+
+
+def _revive(backend, crash_ids):
+    """Take the feed's dead letters of ``crash_ids`` (now indexed) off ``search status``'s list."""
+    revived = [RowMutation(C.FEED_DEAD_PREFIX + cid.encode("ascii"), delete_row=True)
+               for cid, _problem in dead_lettered(backend, limit=None) if cid in crash_ids]
+    if revived:
+        backend.mutate_rows(K.CHANGES, revived)
 
 
 def problems_left(report, repair=False):

@@ -95,6 +95,16 @@ def test_a_repair_sets_right_what_differs_and_leaves_the_pending_to_the_feed(sto
     assert engine.documents(kinds["pending"])[kinds["pending"][0]]["signature"] == "reprocessed"
 
 
+def test_what_differs_is_sorted_and_repaired_a_chunk_at_a_time(store, monkeypatch):
+    monkeypatch.setattr(search_verify, "CHUNK", 2)
+    monkeypatch.setattr(search_verify, "EXAMPLES", 1)
+    kinds = _drift(store)
+    report = store.verify_search(repair=True)
+    assert _counts(report) == {kind: len(ids) for kind, ids in kinds.items()} and report["repaired"] == 4
+    assert {kind: len(ids) for kind, ids in report["examples"].items()} == {kind: 1 for kind in kinds}
+    assert _counts(store.verify_search()) == {**NONE, "pending": 1}
+
+
 def test_a_document_the_engine_refuses_stays_a_problem_until_a_repair_indexes_it(store):
     ids = _save(store, 3)
     engine = store.search.feed().engine

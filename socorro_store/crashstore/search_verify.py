@@ -28,6 +28,8 @@ from .search_feed import ROW_COLUMNS, crash_document, dead_lettered, index_docum
 
 #: ids listed per kind in a report
 EXAMPLES = 10
+#: crashes that differed looked at again (rows read, documents asked, repaired) at a time
+CHUNK = 1000
 #: change records read to tell pending crashes (more waiting: the rest count as differences)
 PENDING_READ = 100_000
 
@@ -64,14 +66,32 @@ def verify_search(backend, engine, pages, bounds, repair=False, progress=None):
 
 def _second_look(backend, engine, differ, unseen, checked, held_count, repair):
     """Sort what differed (and the documents of crashes not read) into the kinds, from a fresh
-    read of their rows and documents after the waiting records; repair them if asked."""
+    read of their rows and documents after the waiting records, a chunk at a time (memory: one
+    chunk of rows, however much differs); repair them if asked."""
     waiting, _resume, _full = change_records.read_records(backend, K.COL_CHANGE_ID, b"", PENDING_READ)
     looked = sorted(differ | set(unseen))
-    rows = _crash_rows(backend, looked)
-    held = engine.documents(looked)
+    counts = {"missing": 0, "stale": 0, "orphaned": 0, "pending": 0}
+    examples, repaired, dead = {}, 0, 0
+    for i in range(0, len(looked), CHUNK):
+        kinds, want = _sort(backend, engine, looked[i:i + CHUNK], waiting)
+        for kind, ids in kinds.items():
+            counts[kind] += len(ids)
+            examples.setdefault(kind, []).extend(ids[:EXAMPLES - len(examples.get(kind, []))])
+        if repair:
+            fixed, refused = _repair(backend, engine, kinds, want)
+            repaired, dead = repaired + fixed, dead + refused
+    return {"checked": checked, "documents": held_count, **counts, "repaired": repaired, "dead_lettered": dead,
+            "examples": {kind: ids for kind, ids in examples.items() if ids}}
+
+
+def _sort(backend, engine, crash_ids, waiting):
+    """``({kind: crash ids}, {crash id: the document its row gives})`` of ``crash_ids`` that
+    still differ; the documents are of those a repair indexes."""
+    rows = _crash_rows(backend, crash_ids)
+    held = engine.documents(crash_ids)
     kinds = {"missing": [], "stale": [], "orphaned": [], "pending": []}
     want = {}
-    for cid in looked:
+    for cid in crash_ids:
         cells = rows.get(cid)
         document = crash_document(cid, cells) if cells is not None else None
         if document == held.get(cid):
@@ -85,20 +105,21 @@ def _second_look(backend, engine, differ, unseen, checked, held_count, repair):
         else:
             kinds["stale" if cid in held else "missing"].append(cid)
             want[cid] = document
+    return kinds, want
+
+
+def _repair(backend, engine, kinds, want):
+    """Index ``want`` and remove the other orphaned and stale documents: ``(set right, refused)``."""
     repaired, dead = 0, []
-    if repair:
-        if want:
-            indexed, dead = index_documents(backend, engine, [want[cid] for cid in sorted(want)])
-            repaired += len(indexed)
-            _revive(backend, {doc["uuid"] for doc in indexed})
-        gone = [cid for cid in kinds["orphaned"] + kinds["stale"] if cid not in want]
-        if gone:
-            engine.delete(gone)
-            repaired += len(gone)
-    out = {"checked": checked, "documents": held_count, **{kind: len(ids) for kind, ids in kinds.items()},
-           "repaired": repaired, "dead_lettered": len(dead),
-           "examples": {kind: ids[:EXAMPLES] for kind, ids in kinds.items() if ids}}
-    return out
+    if want:
+        indexed, dead = index_documents(backend, engine, [want[cid] for cid in sorted(want)])
+        repaired += len(indexed)
+        _revive(backend, {doc["uuid"] for doc in indexed})
+    gone = [cid for cid in kinds["orphaned"] + kinds["stale"] if cid not in want]
+    if gone:
+        engine.delete(gone)
+        repaired += len(gone)
+    return repaired, len(dead)
 
 
 def _revive(backend, crash_ids):

@@ -10,16 +10,15 @@ import os
 import threading
 from datetime import datetime, timedelta, timezone
 
-from ..backends import RowMutation
 from ..errors import (BackendError, BackendUnavailable, ConfigError, InvalidArgument, SearchNotConfigured,
                       SearchUnavailable)
-from ..schema import change_keys as C
 from ..schema import keys as K
 from ..schema.specs import SALTS
 from ..schema.timeparse import parse_day
 from ..search.engines import open_search_engine, shown_url
 from . import change_records
-from .search_feed import ROW_COLUMNS, SearchFeed, crash_document, dead_lettered, index_documents, pending_changes
+from .search_feed import (ROW_COLUMNS, SearchFeed, crash_document, dead_lettered, index_documents, pending_changes,
+                          revive_dead_letters)
 from .search_verify import verify_search
 
 log = logging.getLogger(__name__)
@@ -172,10 +171,7 @@ class StoreSearch:
             if progress is not None:
                 progress(len(page))
         bounds = _bounds(since, until)
-        revived = [RowMutation(C.FEED_DEAD_PREFIX + cid.encode("ascii"), delete_row=True)
-                   for cid, _problem in dead_lettered(self.backend, limit=None) if cid in seen - still_dead]
-        if revived:  # indexed at last
-            self.backend.mutate_rows(K.CHANGES, revived)
+        revive_dead_letters(self.backend, seen - still_dead)
         stale = _gone(self.backend, [cid for cid in engine.crash_ids(*bounds) if cid not in seen])
         if stale:
             engine.delete(stale)

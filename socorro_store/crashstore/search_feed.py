@@ -114,6 +114,15 @@ def dead_lettered(backend, limit=100):
             for row, cells in backend.scan(K.CHANGES, prefix=C.FEED_DEAD_PREFIX, columns=[K.COL_CHANGE_ID], limit=limit)]
 
 
+def revive_dead_letters(backend, crash_ids):
+    """Take the dead letters of ``crash_ids`` (indexed at last, by a reindex or a repair) off
+    ``search status``'s list: one scan of the dead letters, one mutate of those found."""
+    revived = [RowMutation(C.FEED_DEAD_PREFIX + cid.encode("ascii"), delete_row=True)
+               for cid, _problem in dead_lettered(backend, limit=None) if cid in crash_ids]
+    if revived:
+        backend.mutate_rows(K.CHANGES, revived)
+
+
 def pending_changes(backend, limit=10_000):
     """``(records waiting, age in seconds of the oldest, or None)``: how far the feed lags, from
     one bounded scan of the change records (up to ``limit`` counted)."""

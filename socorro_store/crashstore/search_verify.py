@@ -19,12 +19,10 @@ and stale documents from their rows (taking any of them off the feed's dead lett
 the others.
 """
 
-from ..backends import RowMutation
 from ..errors import InvalidArgument
-from ..schema import change_keys as C
 from ..schema import keys as K
 from . import change_records
-from .search_feed import ROW_COLUMNS, crash_document, dead_lettered, index_documents
+from .search_feed import ROW_COLUMNS, crash_document, index_documents, revive_dead_letters
 
 #: ids listed per kind in a report
 EXAMPLES = 10
@@ -114,20 +112,12 @@ def _repair(backend, engine, kinds, want):
     if want:
         indexed, dead = index_documents(backend, engine, [want[cid] for cid in sorted(want)])
         repaired += len(indexed)
-        _revive(backend, {doc["uuid"] for doc in indexed})
+        revive_dead_letters(backend, {doc["uuid"] for doc in indexed})
     gone = [cid for cid in kinds["orphaned"] + kinds["stale"] if cid not in want]
     if gone:
         engine.delete(gone)
         repaired += len(gone)
     return repaired, len(dead)
-
-
-def _revive(backend, crash_ids):
-    """Take the feed's dead letters of ``crash_ids`` (now indexed) off ``search status``'s list."""
-    revived = [RowMutation(C.FEED_DEAD_PREFIX + cid.encode("ascii"), delete_row=True)
-               for cid, _problem in dead_lettered(backend, limit=None) if cid in crash_ids]
-    if revived:
-        backend.mutate_rows(K.CHANGES, revived)
 
 
 def problems_left(report, repair=False):
@@ -150,6 +140,8 @@ def _crash_rows(backend, crash_ids, page=500):
 
 
 def _is_crash_id(text):
+    """Whether ``text`` names a crash row (:func:`~socorro_store.schema.keys.crash_row_key`
+    takes it): a crash id with a real date, which ``is_crash_id`` does not check."""
     try:
         K.validate_crash_id(text)
     except InvalidArgument:

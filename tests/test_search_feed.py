@@ -338,6 +338,26 @@ def test_a_document_the_engine_refuses_is_dead_lettered_not_retried_for_ever(sto
     assert set(_found(store)) == set(ids) and store.search_status()["dead_lettered"] == []
 
 
+def test_a_dead_lettered_crash_the_feed_indexes_later_leaves_the_dead_letters(store):
+    ids = _save(store, 2)
+    feed = store.search.feed()
+    real_index = feed.engine.index
+
+    def refuse_one(documents):
+        if any(doc["uuid"] == ids[1] and doc.get("signature") == "OOM | small" for doc in documents):
+            raise ValueError("this document cannot be indexed")
+        return real_index(documents)
+
+    feed.engine.index = refuse_one
+    assert store.settle()
+    assert [d["crash_id"] for d in store.search_status()["dead_lettered"]] == [ids[1]]
+    # a reprocessing the engine takes: the feed indexes it, and the dead letter is no more
+    store.save_processed(processed(ids[1], signature="js::RunScript", date_processed=BASE_TIME.isoformat()))
+    assert store.settle()
+    assert _found(store) == {ids[0]: "OOM | small", ids[1]: "js::RunScript"}
+    assert store.search_status()["dead_lettered"] == []
+
+
 def test_expire_crashes_takes_the_crashes_out_of_the_search_index(tmp_path):
     from cli_helpers import run
 

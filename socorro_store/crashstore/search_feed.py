@@ -49,6 +49,9 @@ BATCH = 200
 IDLE_SECONDS = 0.5
 #: how long a feeder woken by a save waits for more saves before its pass
 COALESCE_SECONDS = 0.2
+#: how often a feeder reads the dead letters again (another process's reindex or repair may
+#: have added some): a crash indexed meanwhile keeps its dead letter until a reindex or repair
+DEAD_RECHECK_SECONDS = 60.0
 #: what the feed and reindex read of a crash row
 ROW_COLUMNS = [K.COL_OOID, K.COL_SUBMITTED, K.COL_CHANGED, K.COL_PROCESSED_JSON]
 
@@ -146,6 +149,7 @@ class SearchFeed:
         self._stop = threading.Event()
         self._wake = threading.Event()  # a save landed: feed now, not at the next idle tick
         self.fed = self.removed = 0
+        self._dead, self._dead_read_at = None, 0.0  # the dead letters known (see _revived)
         self.passes = 0  # passes that found records (each: a scan, two reads, an index, a delete)
         self.failures = 0
         self.last_error = None
@@ -199,19 +203,37 @@ class SearchFeed:
                     else:
                         documents.append(document)
                     consumed += ready
+            revived = []
             if documents:
                 documents, dead = index_documents(self.backend, self.engine, documents)
                 out["dead_lettered"] = len(dead)
+                revived = self._revived(documents, dead)
                 removed += self._deleted_meanwhile(documents)
             if removed:
                 self.engine.delete(removed)
             if consumed:
                 # its own cell only: the record may be the counter deriver's too (change:derive)
-                self.backend.mutate_rows(K.CHANGES, [RowMutation(key, deletes=[K.COL_CHANGE_ID]) for key in consumed])
+                self.backend.mutate_rows(K.CHANGES, [RowMutation(key, deletes=[K.COL_CHANGE_ID]) for key in consumed] +
+                                         [RowMutation(C.FEED_DEAD_PREFIX + cid.encode("ascii"), delete_row=True)
+                                          for cid in revived])
             out["indexed"], out["removed"] = len(documents), len(removed)
             self.fed += len(documents)
             self.removed += len(removed)
             return out
+
+    def _revived(self, indexed, dead):
+        """The crashes of ``indexed`` that were dead letters (a reprocessing the engine takes):
+        their dead letters go with the pass's consumed records, in the same call.  The dead
+        letters are read once per :data:`DEAD_RECHECK_SECONDS`, not per pass (there are none,
+        mostly); ``dead``, this pass's own, are added."""
+        now = time.monotonic()
+        if self._dead is None or now - self._dead_read_at > DEAD_RECHECK_SECONDS:
+            self._dead = {cid for cid, _problem in dead_lettered(self.backend, limit=None)}
+            self._dead_read_at = now
+        self._dead.update(dead)
+        found = sorted({doc["uuid"] for doc in indexed} & self._dead)
+        self._dead.difference_update(found)
+        return found
 
     def _deleted_meanwhile(self, documents):
         """The crashes of ``documents`` whose rows were deleted after this pass read them: a
